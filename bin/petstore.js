@@ -1,0 +1,15 @@
+#!/usr/bin/env node
+// Entry point of the `petstore` command. Plain JavaScript so that it can say clearly when the
+// Node.js running it is too old: the project's own install brings Node.js 24 (npx petstore …,
+// npm start), and the source is TypeScript run by Node 24's type stripping.
+const major = Number(process.versions.node.split('.')[0])
+if (major < 24) {
+  process.stderr.write(
+    `petstore needs Node.js 24 or later; this is ${process.version}.\n` +
+      'Run it through the project: "npx petstore …" or "npm start" use the Node.js that "npm ci" installed.\n',
+  )
+  process.exit(1)
+}
+const { main } = await import('../src/cli/petstore.ts')
+const code = await main(process.argv.slice(2))
+if (code !== 0) process.exitCode = code

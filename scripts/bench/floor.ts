@@ -1,0 +1,64 @@
+// The framework floor: the service's own app, every plugin, hook, schema and header included,
+// with the database taken out. Its store computes the seeded pets (seed.ts) in memory, so its
+// answers are byte for byte the service's. Measured against the ceiling, it shows how much of
+// the gap is the HTTP framework and the cross-cutting concerns, and how much is SQLite.
+//
+//   node scripts/bench/floor.ts <pets>   (PORT, PETSTORE_API_KEYS in the environment)
+import { buildApp } from '../../src/app.ts'
+import type { Pet, PetStatus } from '../../src/contract/schemas.ts'
+import { createKeyVerifier } from '../../src/keys/verifier.ts'
+import { loggerOptions } from '../../src/server.ts'
+import type { ApiKeyRepository, Store } from '../../src/store/store.ts'
+import { seededPet } from './seed.ts'
+
+const count = Number(process.argv[2])
+
+function pet(id: number): Pet {
+  const { name, categoryId, status } = seededPet(id)
+  return status === null ? { id, name, categoryId } : { id, name, categoryId, status }
+}
+
+const matches = (id: number, status: PetStatus | undefined) =>
+  status === undefined || seededPet(id).status === status
+
+const noKeys: ApiKeyRepository = {
+  create: () => Promise.reject(new Error('no keys here')),
+  findActiveByHash: async () => undefined,
+  list: async () => [],
+  revoke: async () => false,
+  countActive: async () => 0,
+}
+
+const store: Store = {
+  engine: 'sqlite',
+  pets: {
+    create: () => Promise.reject(new Error('read-only')),
+    get: async (id) => (id >= 1 && id <= count ? pet(id) : undefined),
+    list: async ({ limit, status, afterId }) => {
+      const pets: Pet[] = []
+      let id = afterId + 1
+      for (; id <= count && pets.length < limit; id++) if (matches(id, status)) pets.push(pet(id))
+      while (id <= count && !matches(id, status)) id++
+      return { pets, hasMore: id <= count }
+    },
+  },
+  apiKeys: noKeys,
+  migrate: async () => [],
+  ping: async () => {},
+  close: async () => {},
+}
+
+const app = await buildApp({
+  config: { rateLimit: 0, corsOrigins: [] },
+  store,
+  verify: createKeyVerifier({
+    env: 'production',
+    apiKeys: noKeys,
+    bootstrapKeys: (process.env.PETSTORE_API_KEYS ?? '').split(','),
+  }),
+  logger: loggerOptions({ logLevel: 'warn' }),
+})
+await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' })
+process.once('SIGTERM', () => {
+  app.close().then(() => process.exit(0))
+})

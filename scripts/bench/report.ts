@@ -1,0 +1,169 @@
+// The benchmark's report: its JSON shape, the Markdown tables, and the targets of issue 4.
+import type { RunFigures } from './load.ts'
+
+export interface Round {
+  service: RunFigures
+  /** The ceiling, or (table-size comparison) the service on the 1k table. */
+  baseline: RunFigures
+}
+
+export interface PairResult {
+  scenario: string
+  label: string
+  connections: number
+  rounds: Round[]
+  /** Medians over the rounds. */
+  service: RunFigures
+  baseline: RunFigures
+  /** Medians of the per-round ratios service ÷ baseline. */
+  ratio: RunFigures
+}
+
+export interface BenchReport {
+  date: string
+  durationSeconds: number
+  machine: { cpu: string; cores: number; memoryGb: number }
+  versions: { node: string; fastify: string; sqlite: string; autocannon: string }
+  settings: {
+    mode: string
+    pets: number
+    smallPets: number
+    rounds: number
+    seconds: number
+    warmupSeconds: number
+    connections: number[]
+    pinning: { server: string; load: string } | null
+    scenarios: string[]
+  }
+  conditions: {
+    loadAverageBefore: number[]
+    loadAverageAfter: number[]
+    /** Average CPU (in cores) that processes other than the benchmark's used during it. */
+    otherProcessesCores: number
+    /** Average CPU (in cores) the hypervisor took during it. */
+    stolenCores: number
+  }
+  pairs: PairResult[]
+  tableSize: PairResult | null
+  /** The service's app without its database (floor.ts) against the ceiling. */
+  floor: PairResult[]
+}
+
+const int = (n: number) => Math.round(n).toLocaleString('en')
+const ms = (n: number) => n.toFixed(2)
+const x = (n: number) => `${n.toFixed(2)}×`
+
+interface Target {
+  what: string
+  goal: string
+  measured: string
+  met: boolean
+}
+
+function targets(report: BenchReport): Target[] {
+  const at50 = (id: string) => report.pairs.find((p) => p.scenario === id && p.connections === 50)
+  const out: Target[] = []
+  const ratioTarget = (ids: string[], what: string, min: number) => {
+    const found = ids.map(at50).filter((p) => p !== undefined)
+    if (found.length === 0) return
+    out.push({
+      what,
+      goal: `≥ ${min.toFixed(2)}×`,
+      measured: found.map((p) => x(p.ratio.rps)).join(', '),
+      met: found.every((p) => p.ratio.rps >= min),
+    })
+  }
+  ratioTarget(['list20'], 'listPets `limit=20`', 0.7)
+  ratioTarget(['status', 'deep'], 'listPets status filter, deep cursor page', 0.7)
+  ratioTarget(['get'], 'getPet', 0.8)
+  ratioTarget(['create'], 'createPet, durable', 0.7)
+  const all50 = report.pairs.filter((p) => p.connections === 50)
+  if (all50.length > 0) {
+    const worstP99 = Math.max(...all50.map((p) => p.service.p99))
+    out.push({
+      what: 'p99 latency, every operation',
+      goal: '≤ 10 ms',
+      measured: `worst ${ms(worstP99)} ms`,
+      met: worstP99 <= 10,
+    })
+    const worstRss = Math.max(...report.pairs.map((p) => p.service.rssMb))
+    out.push({
+      what: 'server RSS under load',
+      goal: '≤ 150 MB',
+      measured: `peak ${worstRss.toFixed(0)} MB`,
+      met: worstRss <= 150,
+    })
+  }
+  if (report.tableSize) {
+    // ratio.rps = big ÷ small; "how many times slower" is its inverse.
+    const slower = 1 / report.tableSize.ratio.rps
+    out.push({
+      what: `list on ${int(report.settings.pets)} pets vs ${int(report.settings.smallPets)}`,
+      goal: '≤ 1.20× slower',
+      measured: `${x(slower)} slower`,
+      met: slower <= 1.2,
+    })
+  }
+  return out
+}
+
+export function renderMarkdown(report: BenchReport): string {
+  const { settings, machine, versions, conditions } = report
+  const lines: string[] = []
+  lines.push(
+    `Run of ${report.date.slice(0, 16).replace('T', ' ')} UTC (${settings.mode}, ${report.durationSeconds} s): ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB; Node.js ${versions.node}, Fastify ${versions.fastify}, SQLite ${versions.sqlite}, autocannon ${versions.autocannon}.`,
+    '',
+    `${int(settings.pets)} pets in the SQLite file; ${settings.rounds} alternating rounds of ${settings.seconds} s per figure after ${settings.warmupSeconds} s of warm-up on each side; ${settings.pinning ? `servers pinned to core ${settings.pinning.server}, load generator to core ${settings.pinning.load}` : 'no pinning (taskset missing)'}. While it ran, other processes used ${conditions.otherProcessesCores.toFixed(2)} of the ${machine.cores} cores on average and the hypervisor took ${conditions.stolenCores.toFixed(2)} (load average before/after: ${conditions.loadAverageBefore.map((n) => n.toFixed(2)).join(' ')} / ${conditions.loadAverageAfter.map((n) => n.toFixed(2)).join(' ')}).`,
+    '',
+    'Each figure is the median over the rounds; each ratio is the median of the per-round ratios service ÷ ceiling (for req/s higher is better, for the rest lower is). CPU is the server process’s user + system time per request.',
+    '',
+    '| Operation | Conn. | req/s service | req/s ceiling | **ratio** | p50 ms service (ceiling) | p99 ms service (ceiling) | RSS MB service (ceiling) | CPU µs/req service (ceiling) |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|',
+  )
+  for (const p of report.pairs) {
+    lines.push(
+      `| ${p.label} | ${p.connections} | ${int(p.service.rps)} | ${int(p.baseline.rps)} | **${x(p.ratio.rps)}** | ${ms(p.service.p50)} (${ms(p.baseline.p50)}) | ${ms(p.service.p99)} (${ms(p.baseline.p99)}) | ${p.service.rssMb.toFixed(0)} (${p.baseline.rssMb.toFixed(0)}) | ${p.service.cpuUsPerRequest.toFixed(1)} (${p.baseline.cpuUsPerRequest.toFixed(1)}) |`,
+    )
+  }
+  const t = report.tableSize
+  if (t) {
+    lines.push(
+      '',
+      `Table size: listPets \`limit=20\` at ${t.connections} connections, the same service on ${int(settings.pets)} pets and on ${int(settings.smallPets)} pets, alternating.`,
+      '',
+      `| Table | req/s | p50 ms | p99 ms | CPU µs/req |`,
+      '|---|--:|--:|--:|--:|',
+      `| ${int(settings.smallPets)} pets | ${int(t.baseline.rps)} | ${ms(t.baseline.p50)} | ${ms(t.baseline.p99)} | ${t.baseline.cpuUsPerRequest.toFixed(1)} |`,
+      `| ${int(settings.pets)} pets | ${int(t.service.rps)} | ${ms(t.service.p50)} | ${ms(t.service.p99)} | ${t.service.cpuUsPerRequest.toFixed(1)} |`,
+      `| ${int(settings.pets)} : ${int(settings.smallPets)} | ${x(t.ratio.rps)} the throughput (${x(1 / t.ratio.rps)} slower) | | | |`,
+    )
+  }
+  if (report.floor.length > 0) {
+    lines.push(
+      '',
+      'Where the time goes: the same app (every plugin, hook, schema and header) with the database taken out (`scripts/bench/floor.ts`: the seeded pets computed in memory, identical bodies), against the ceiling in the same way, at 50 connections.',
+      '',
+      '| Operation | req/s floor | req/s ceiling | **ratio** | p99 ms floor | CPU µs/req floor (ceiling) | CPU µs/req service (from the table above) |',
+      '|---|--:|--:|--:|--:|--:|--:|',
+    )
+    for (const f of report.floor) {
+      const service = report.pairs.find((p) => p.scenario === f.scenario && p.connections === 50)
+      lines.push(
+        `| ${f.label} | ${int(f.service.rps)} | ${int(f.baseline.rps)} | **${x(f.ratio.rps)}** | ${ms(f.service.p99)} | ${f.service.cpuUsPerRequest.toFixed(1)} (${f.baseline.cpuUsPerRequest.toFixed(1)}) | ${service ? service.service.cpuUsPerRequest.toFixed(1) : '–'} |`,
+      )
+    }
+  }
+  const goals = targets(report)
+  if (goals.length > 0) {
+    lines.push(
+      '',
+      'Targets (issue 4; 50 connections):',
+      '',
+      '| Target | Goal | Measured | Met |',
+      '|---|---|---|---|',
+    )
+    for (const g of goals)
+      lines.push(`| ${g.what} | ${g.goal} | ${g.measured} | ${g.met ? 'yes' : '**no**'} |`)
+  }
+  return lines.join('\n')
+}

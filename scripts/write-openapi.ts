@@ -1,0 +1,27 @@
+// Writes the OpenAPI document the service serves at /v1/openapi.json to docs/openapi.json, so it
+// can be linted, reviewed in diffs and published. It is generated from the route schemas; never
+// edit docs/openapi.json by hand (test/openapi.test.ts fails when it is stale).
+//
+//   npm run openapi
+import { writeFile } from 'node:fs/promises'
+import { buildApp } from '../src/app.ts'
+import { createKeyVerifier } from '../src/keys/verifier.ts'
+import { openSqliteStore } from '../src/store/sqlite.ts'
+
+const target = new URL('../docs/openapi.json', import.meta.url)
+
+const store = openSqliteStore({ path: ':memory:' })
+await store.migrate()
+const app = await buildApp({
+  config: { rateLimit: 600, corsOrigins: [] },
+  store,
+  verify: createKeyVerifier({ env: 'production', apiKeys: store.apiKeys, bootstrapKeys: [] }),
+})
+try {
+  await app.ready()
+  await writeFile(target, `${JSON.stringify(app.swagger(), null, 2)}\n`)
+  process.stdout.write(`wrote ${target.pathname}\n`)
+} finally {
+  await app.close()
+  await store.close()
+}

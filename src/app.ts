@@ -1,0 +1,94 @@
+// buildApp: the Fastify instance from injected parts (config, store, key verifier, clock).
+// It never listens; server.ts does, and tests build their own apps with their own parts.
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, { type FastifyServerOptions } from 'fastify'
+import { type Clock, systemClock } from './clock.ts'
+import type { Config } from './config.ts'
+import { BODY_LIMIT_BYTES } from './contract/limits.ts'
+import { sharedSchemas } from './contract/schemas.ts'
+import type { KeyVerifier } from './keys/verifier.ts'
+import { auth } from './plugins/auth.ts'
+import { deprecation } from './plugins/deprecation.ts'
+import { draining } from './plugins/draining.ts'
+import { errorHandling, frameworkErrors, methodNotAllowed } from './plugins/errors.ts'
+import { jsonBody } from './plugins/json-body.ts'
+import { openapi } from './plugins/openapi.ts'
+import { rateLimit } from './plugins/rate-limit.ts'
+import { requestId, requestIdHeader } from './plugins/request-id.ts'
+import { security } from './plugins/security.ts'
+import { buildValidator, formatValidationErrors } from './plugins/validation.ts'
+import { MemoryWindowCounter, type WindowCounter } from './rate-limit/counter.ts'
+import { healthRoutes, type Lifecycle } from './routes/health.ts'
+import { petRoutes } from './routes/pets.ts'
+import type { Store } from './store/store.ts'
+
+export interface AppParts {
+  config: Pick<Config, 'rateLimit' | 'corsOrigins'>
+  store: Store
+  verify: KeyVerifier
+  clock?: Clock
+  rateLimitCounter?: WindowCounter
+  lifecycle?: Lifecycle
+  /** Fastify's logger option; off unless given. */
+  logger?: FastifyServerOptions['logger']
+}
+
+export async function buildApp(parts: AppParts) {
+  const { config, store, verify } = parts
+  const clock = parts.clock ?? systemClock
+  const lifecycle = parts.lifecycle ?? { draining: false }
+
+  const app = Fastify({
+    logger: parts.logger ?? false,
+    genReqId: requestId,
+    bodyLimit: BODY_LIMIT_BYTES,
+    // A request must arrive whole within 30 s; idle keep-alive connections live longer than
+    // the 60 s idle timeout of common load balancers, so the balancer closes them first.
+    requestTimeout: 30_000,
+    keepAliveTimeout: 72_000,
+    // While closing, requests on open connections are still served (D11: nothing accepted is
+    // lost); readiness already says 503 so no new traffic is sent.
+    return503OnClosing: false,
+    // @fastify/ajv-compiler's published type for buildValidator describes a compiler that takes
+    // a bare schema, while Fastify calls it with the route definition ({ schema, httpPart, … });
+    // ours is typed as Fastify calls it, hence the cast.
+    schemaController: { compilersFactory: { buildValidator: buildValidator as never } },
+    schemaErrorFormatter: formatValidationErrors,
+    frameworkErrors,
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  const rejectOtherMethods = methodNotAllowed(app)
+  for (const schema of sharedSchemas) app.addSchema(schema)
+
+  await app.register(requestIdHeader)
+  await app.register(errorHandling)
+  await app.register(security, { corsOrigins: config.corsOrigins })
+  await app.register(jsonBody)
+  await app.register(openapi)
+  await app.register(draining, { lifecycle })
+  await app.register(healthRoutes, { store, lifecycle })
+
+  // The operations: deprecation notice, then auth, then the rate limit, then the routes.
+  await app.register(
+    async (api) => {
+      // Responses depend on the key; no shared cache may keep them. First, so that the 401s,
+      // 410s and 429s the hooks below answer with carry it too.
+      api.addHook('onRequest', async (_request, reply) => {
+        reply.header('cache-control', 'no-store')
+      })
+      await api.register(deprecation, { clock })
+      await api.register(auth, { verify })
+      await api.register(rateLimit, {
+        quota: config.rateLimit,
+        windowSeconds: 60,
+        counter: parts.rateLimitCounter ?? new MemoryWindowCounter(),
+        clock,
+      })
+      await api.register(petRoutes, { store })
+    },
+    { prefix: '/v1' },
+  )
+
+  await app.register(rejectOtherMethods)
+  return app
+}

@@ -1,0 +1,245 @@
+// `petstore serve --workers N`: N copies of the instance on one port, for the cores of one box
+// (node:cluster; the primary hands each new connection to the next worker in turn).
+//
+// The primary serves nothing itself. It applies the migrations and issues the first-start key
+// once, before any worker exists, so that N workers never race to migrate or to print keys
+// (D3). Then it forks the workers, replaces one that dies, and on SIGTERM/SIGINT asks each to
+// drain as a lone `serve` would (D11) and exits 0 once they all have.
+//
+// The primary asks by IPC message rather than by sending the signal on: a terminal's Ctrl-C
+// and systemd's default KillMode deliver the signal to every process of the group, and a
+// second, forwarded signal would read as an operator's "stop now". A worker drains once,
+// whatever asked it first; escalation (a second signal, a deadline) belongs to the primary.
+import cluster, { type Worker } from 'node:cluster'
+import { hostname } from 'node:os'
+import type { Config, LogLevel } from './config.ts'
+import { announceInitialKey, prepareStore, startInstance } from './server.ts'
+import { openStore } from './store/open.ts'
+
+export const MAX_WORKERS = 256
+
+/** A worker drains within this, like a lone `serve`; the primary waits a little longer. */
+const WORKER_DRAIN_MS = 10_000
+const PRIMARY_WAIT_MS = 15_000
+/** Workers that die before listening this many times in a row will not start: give up. */
+const MAX_START_FAILURES = 3
+
+const SHUTDOWN = 'petstore:shutdown'
+
+interface ShutdownMessage {
+  type: typeof SHUTDOWN
+  signal: NodeJS.Signals
+}
+
+function isShutdownMessage(message: unknown): message is ShutdownMessage {
+  return (
+    typeof message === 'object' &&
+    message !== null &&
+    (message as { type?: unknown }).type === SHUTDOWN
+  )
+}
+
+/** Runs the primary in the process the operator started; cluster.fork() re-runs it as a worker. */
+export function serveCluster(config: Readonly<Config>, workers: number): Promise<void> {
+  return cluster.isPrimary ? runPrimary(config, workers) : runWorker(config)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Primary
+
+const LEVELS = { debug: 20, info: 30, warn: 40, error: 50 } as const
+type PrimaryLevel = keyof typeof LEVELS
+
+type PrimaryLog = Record<PrimaryLevel, (fields: object, message: string) => void>
+
+/**
+ * The primary has no Fastify instance, so it writes the same JSON lines as pino does (level,
+ * time, pid, hostname, msg), at the configured LOG_LEVEL, beside its workers' lines.
+ */
+function primaryLogger(level: LogLevel): PrimaryLog {
+  const threshold: number =
+    level === 'silent' ? Number.POSITIVE_INFINITY : { ...LEVELS, trace: 10, fatal: 60 }[level]
+  const base = { pid: process.pid, hostname: hostname(), role: 'primary' }
+  const at = (name: PrimaryLevel) => (fields: object, msg: string) => {
+    if (LEVELS[name] < threshold) return
+    process.stdout.write(
+      `${JSON.stringify({ level: LEVELS[name], time: Date.now(), ...base, ...fields, msg })}\n`,
+    )
+  }
+  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }
+}
+
+async function prepareOnce(config: Readonly<Config>, log: PrimaryLog): Promise<void> {
+  const store = await openStore(config.database)
+  try {
+    const initialKey = await prepareStore(store, config)
+    if (initialKey !== undefined) {
+      log.warn({}, 'no API key existed; created one and printed it once on stderr')
+      announceInitialKey(initialKey)
+    }
+  } finally {
+    await store.close()
+  }
+}
+
+async function runPrimary(config: Readonly<Config>, count: number): Promise<void> {
+  const log = primaryLogger(config.logLevel)
+  await prepareOnce(config, log)
+  if (count > 1 && config.rateLimit > 0 && config.redis === undefined) {
+    log.warn(
+      { workers: count, rateLimit: config.rateLimit },
+      'without REDIS_URL each worker counts rate limits on its own, so a key may make up to ' +
+        'workers × PETSTORE_RATE_LIMIT requests a minute; set REDIS_URL to share one budget',
+    )
+  }
+  new Supervisor(count, log).start()
+}
+
+class Supervisor {
+  readonly #count: number
+  readonly #log: PrimaryLog
+  readonly #live = new Set<Worker>()
+  readonly #listened = new WeakSet<Worker>()
+  #startFailures = 0
+  #shuttingDown = false
+  #exitCode = 0
+
+  constructor(count: number, log: PrimaryLog) {
+    this.#count = count
+    this.#log = log
+  }
+
+  start(): void {
+    // Workers run this same command line (cluster's default exec and args) and take the
+    // worker branch of serveCluster.
+    cluster.on('exit', (worker, code, signal) => this.#exited(worker, code, signal))
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      process.on(signal, () => this.#signalled(signal))
+    }
+    this.#log.info({ workers: this.#count }, 'starting workers')
+    for (let i = 0; i < this.#count; i++) this.#fork()
+  }
+
+  #fork(): void {
+    const worker = cluster.fork()
+    this.#live.add(worker)
+    worker.once('listening', () => {
+      this.#listened.add(worker)
+      this.#startFailures = 0
+      this.#log.info({ worker: worker.id, workerPid: worker.process.pid }, 'worker listening')
+    })
+  }
+
+  #exited(worker: Worker, code: number | null, signal: string | null): void {
+    this.#live.delete(worker)
+    const fields = { worker: worker.id, workerPid: worker.process.pid, code, signal }
+    if (this.#shuttingDown) {
+      if (code !== 0) this.#exitCode = 1
+      this.#log.info(fields, 'worker stopped')
+      if (this.#live.size === 0) this.#finish()
+      return
+    }
+    if (!this.#listened.has(worker)) this.#startFailures += 1
+    if (this.#startFailures >= MAX_START_FAILURES) {
+      this.#log.error(
+        fields,
+        `workers failed to start ${MAX_START_FAILURES} times in a row; stopping`,
+      )
+      this.#exitCode = 1
+      this.#shutDown('SIGTERM')
+      return
+    }
+    this.#log.error(fields, 'worker exited unexpectedly; starting a replacement')
+    this.#fork()
+  }
+
+  #signalled(signal: NodeJS.Signals): void {
+    if (!this.#shuttingDown) {
+      this.#log.info({ signal }, 'shutting down: workers finish their requests')
+      this.#shutDown(signal)
+      return
+    }
+    this.#log.warn({ signal }, `second ${signal}: stopping the workers now`)
+    this.#kill()
+  }
+
+  #shutDown(signal: NodeJS.Signals): void {
+    this.#shuttingDown = true
+    const message: ShutdownMessage = { type: SHUTDOWN, signal }
+    for (const worker of this.#live) {
+      // A worker whose channel has just closed cannot get the message; the signal still works.
+      const bySignal = () => worker.process.kill(signal)
+      if (!worker.isConnected()) bySignal()
+      else worker.send(message, (err: Error | null) => err && bySignal())
+    }
+    setTimeout(() => {
+      this.#log.error({ waitedMs: PRIMARY_WAIT_MS }, 'workers did not finish in time')
+      this.#kill()
+    }, PRIMARY_WAIT_MS).unref()
+    if (this.#live.size === 0) this.#finish()
+  }
+
+  #kill(): never {
+    for (const worker of this.#live) worker.process.kill('SIGKILL')
+    process.exit(1)
+  }
+
+  #finish(): void {
+    if (this.#exitCode === 0) this.#log.info({}, 'shut down cleanly')
+    else this.#log.warn({}, 'stopped with errors (logged above); exit code 1')
+    process.exit(this.#exitCode)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker
+
+async function runWorker(config: Readonly<Config>): Promise<void> {
+  let instance: Awaited<ReturnType<typeof startInstance>> | undefined
+  let stopping = false
+
+  const stop = (reason: object, code: number): void => {
+    if (stopping) return
+    stopping = true
+    // Asked before it listened: nothing was accepted, so there is nothing to drain.
+    if (instance === undefined) process.exit(code)
+    const { log } = instance.app
+    log.info(reason, 'shutting down')
+    setTimeout(() => {
+      log.error({ waitedMs: WORKER_DRAIN_MS }, 'did not drain in time')
+      process.exit(1)
+    }, WORKER_DRAIN_MS).unref()
+    instance.close().then(
+      () => {
+        log.info('shut down cleanly')
+        process.exit(code)
+      },
+      (err: unknown) => {
+        log.error({ err }, 'shutting down failed')
+        process.exit(1)
+      },
+    )
+  }
+
+  // Installed before the instance starts, so that a shutdown asked during start is not lost.
+  process.on('message', (message) => {
+    if (isShutdownMessage(message)) stop({ signal: message.signal, from: 'primary' }, 0)
+  })
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => stop({ signal }, 0))
+  // The primary is gone (crashed or killed): a worker must not outlive it unsupervised.
+  process.on('disconnect', () => stop({ reason: 'the primary process is gone' }, 0))
+  // As closeWithGrace does for a lone `serve`: drain, then exit 1, and the primary replaces us.
+  const fail = (err: unknown) => {
+    if (instance === undefined) {
+      process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`)
+      process.exit(1)
+    }
+    instance.app.log.error({ err }, 'shutting down after an uncaught error')
+    stop({ reason: 'uncaught error' }, 1)
+  }
+  process.on('uncaughtException', fail)
+  process.on('unhandledRejection', fail)
+
+  instance = await startInstance(config, { prepared: true })
+  await instance.listen()
+}

@@ -1,0 +1,185 @@
+// Configuration (D9): read from the environment once, validated, frozen. Nothing else in the
+// code reads process.env. A bad value stops the start with one line naming the variable.
+import { parseApiKey } from './keys/api-key.ts'
+
+export type DeploymentEnv = 'production' | 'staging'
+
+export type DatabaseLocation =
+  | { engine: 'sqlite'; path: string }
+  /** poolSize: the most connections one process holds (DATABASE_POOL_SIZE). */
+  | { engine: 'postgres'; url: string; poolSize: number }
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
+
+export interface Config {
+  port: number
+  host: string
+  database: DatabaseLocation
+  env: DeploymentEnv
+  /** Keys given by the environment (opaque strings of 32+ characters, or CLI-format keys). */
+  apiKeys: readonly string[]
+  /** Requests a minute per key; 0 turns rate limiting off. */
+  rateLimit: number
+  logLevel: LogLevel
+  /** Browser origins allowed by CORS; empty turns CORS off (D13). */
+  corsOrigins: readonly string[]
+  /** Where instances share rate-limit counters (D12); undefined keeps them in this process. */
+  redis: RedisSettings | undefined
+}
+
+export interface RedisSettings {
+  /** redis:// or rediss:// (TLS); may carry a password, so it is never logged as given. */
+  url: string
+  /** Prepended to every key the service writes, so deployments can share one Redis. */
+  prefix: string
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+type Env = Record<string, string | undefined>
+
+/** The variables, their defaults and meaning; the README's table is written from this. */
+export const configDefaults = {
+  PORT: '8080',
+  HOST: '127.0.0.1',
+  DATABASE_URL: 'sqlite:./data/petstore.db',
+  DATABASE_POOL_SIZE: '10',
+  PETSTORE_ENV: 'production',
+  PETSTORE_RATE_LIMIT: '600',
+  PETSTORE_REDIS_PREFIX: 'petstore:',
+  LOG_LEVEL: 'info',
+} as const
+
+function read(env: Env, name: keyof typeof configDefaults): string {
+  const value = env[name]?.trim()
+  return value === undefined || value === '' ? configDefaults[name] : value
+}
+
+function integer(name: string, raw: string, min: number, max: number): number {
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max} (got "${raw}")`)
+  }
+  return Number(raw)
+}
+
+function oneOf<T extends string>(name: string, raw: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(`${name} must be one of ${allowed.join(', ')} (got "${raw}")`)
+  }
+  return raw as T
+}
+
+function list(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '')
+}
+
+function parseDatabase(env: Env): DatabaseLocation {
+  const raw = read(env, 'DATABASE_URL')
+  // Checked whatever the engine: a bad value stops the start even where it is not used yet.
+  const pool = poolSize(env)
+  if (raw.startsWith('sqlite:')) {
+    const path = raw.slice('sqlite:'.length)
+    if (path === '')
+      throw new ConfigError('DATABASE_URL sqlite: needs a path, e.g. sqlite:./data/petstore.db')
+    return { engine: 'sqlite', path }
+  }
+  if (/^postgres(ql)?:\/\//.test(raw)) {
+    return { engine: 'postgres', url: postgresUrl(raw), poolSize: pool }
+  }
+  throw new ConfigError(
+    'DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres://user@host:port/database',
+  )
+}
+
+/** The URL itself, checked; the error never repeats it, since it may carry a password. */
+function postgresUrl(raw: string): string {
+  const url = URL.canParse(raw) ? new URL(raw) : undefined
+  // A Unix socket is given as ?host=/path, so an empty host is fine only with that.
+  const host = url?.hostname || url?.searchParams.get('host')
+  if (url === undefined || !host || url.pathname.length < 2) {
+    throw new ConfigError(
+      'DATABASE_URL is not a valid PostgreSQL URL; expected postgres://user[:password]@host[:port]/database',
+    )
+  }
+  return raw
+}
+
+function poolSize(env: Env): number {
+  return integer('DATABASE_POOL_SIZE', read(env, 'DATABASE_POOL_SIZE'), 1, 1000)
+}
+
+function parseApiKeys(env: Env, deployment: DeploymentEnv): string[] {
+  const keys = list(env.PETSTORE_API_KEYS)
+  keys.forEach((key, i) => {
+    const where = `PETSTORE_API_KEYS entry ${i + 1}`
+    if (key.length < 32 || /\s/.test(key)) {
+      throw new ConfigError(`${where} must be at least 32 characters with no white space`)
+    }
+    const parsed = parseApiKey(key)
+    if (parsed.kind === 'corrupt')
+      throw new ConfigError(`${where} has a petstore prefix but a wrong checksum`)
+    if (parsed.kind === 'structured' && parsed.env !== deployment) {
+      throw new ConfigError(`${where} is a ${parsed.env} key; this service runs as ${deployment}`)
+    }
+  })
+  return keys
+}
+
+function parseOrigins(env: Env): string[] {
+  const origins = list(env.PETSTORE_CORS_ORIGINS)
+  for (const origin of origins) {
+    if (origin === '*') continue
+    if (!URL.canParse(origin) || new URL(origin).origin !== origin) {
+      throw new ConfigError(
+        `PETSTORE_CORS_ORIGINS entry "${origin}" must be an origin like https://app.example.com, or *`,
+      )
+    }
+  }
+  return origins
+}
+
+/** REDIS_URL, checked; like DATABASE_URL, the error never repeats it (it may carry a password). */
+function parseRedis(env: Env): RedisSettings | undefined {
+  // Checked even without REDIS_URL: a bad value stops the start before it is ever used.
+  const prefix = read(env, 'PETSTORE_REDIS_PREFIX')
+  if (!/^[\x21-\x7e]{1,100}$/.test(prefix)) {
+    throw new ConfigError(
+      'PETSTORE_REDIS_PREFIX must be 1 to 100 visible ASCII characters, without white space',
+    )
+  }
+  const raw = env.REDIS_URL?.trim()
+  if (raw === undefined || raw === '') return undefined
+  const url = URL.canParse(raw) ? new URL(raw) : undefined
+  if (
+    url === undefined ||
+    (url.protocol !== 'redis:' && url.protocol !== 'rediss:') ||
+    url.hostname === '' ||
+    !/^(\/\d*)?$/.test(url.pathname)
+  ) {
+    throw new ConfigError(
+      'REDIS_URL must be redis://[user:password@]host[:port][/db], or rediss://… for TLS',
+    )
+  }
+  return Object.freeze({ url: raw, prefix })
+}
+
+export function loadConfig(env: Env = process.env): Readonly<Config> {
+  const deployment = oneOf('PETSTORE_ENV', read(env, 'PETSTORE_ENV'), ['production', 'staging'])
+  return Object.freeze({
+    port: integer('PORT', read(env, 'PORT'), 0, 65535),
+    host: read(env, 'HOST'),
+    database: parseDatabase(env),
+    env: deployment,
+    apiKeys: Object.freeze(parseApiKeys(env, deployment)),
+    rateLimit: integer('PETSTORE_RATE_LIMIT', read(env, 'PETSTORE_RATE_LIMIT'), 0, 1_000_000),
+    logLevel: oneOf('LOG_LEVEL', read(env, 'LOG_LEVEL'), LOG_LEVELS),
+    corsOrigins: Object.freeze(parseOrigins(env)),
+    redis: parseRedis(env),
+  })
+}

@@ -1,0 +1,22 @@
+// Limits the interface leaves open ("not shown"), chosen here and published in the OpenAPI
+// document and the README. Each is used by the schemas and by the server; nothing repeats them.
+
+/** listPets page size (spec §8). */
+export const LIST_LIMIT = { minimum: 1, maximum: 100, default: 20 } as const
+
+/** Longest accepted `name`, in Unicode code points (D6). */
+export const NAME_MAX_LENGTH = 200
+
+/**
+ * Largest id and categoryId. Both are int64 on the wire, but JavaScript numbers (and so most
+ * JSON parsers) are exact only up to 2^53 − 1; values above it are refused with a 400 that
+ * states this range rather than silently rounded (D6).
+ */
+export const MAX_ID = Number.MAX_SAFE_INTEGER
+
+/** Largest request body in bytes (D6). A NewPet at the longest name fits several times over. */
+export const BODY_LIMIT_BYTES = 16 * 1024
+
+/** getPet: deprecated since the service's v1.0.0 release, removed at the sunset (spec §9, D7). */
+export const GET_PET_DEPRECATED_AT = new Date('2026-11-22T00:00:00Z')
+export const GET_PET_SUNSET_AT = new Date('2030-12-05T00:00:00Z')

@@ -1,0 +1,60 @@
+// The parts of the OpenAPI document that are not routes: info, servers, security, tags.
+// Paths and schemas come from the routes and contract/schemas.ts (plugins/openapi.ts).
+import { errorCatalog, errorCodes } from '../errors.ts'
+import {
+  BODY_LIMIT_BYTES,
+  GET_PET_SUNSET_AT,
+  LIST_LIMIT,
+  MAX_ID,
+  NAME_MAX_LENGTH,
+} from './limits.ts'
+
+const errorTable = [
+  '| code | status | meaning |',
+  '|---|---|---|',
+  ...errorCodes.map(
+    (code) => `| \`${code}\` | ${errorCatalog[code].status} | ${errorCatalog[code].summary} |`,
+  ),
+].join('\n')
+
+const description = `List, add and retrieve a store's animals.
+
+**Authentication.** Every operation needs \`Authorization: Bearer <API key>\`. A missing or invalid key is a 401 with an RFC 6750 \`WWW-Authenticate\` challenge. Keys are checked before anything else in the request.
+
+**Errors.** Every error is \`application/json\` \`{code, message, status}\`; \`status\` equals the HTTP status and \`message\` names the offending field and rule. The codes form a closed list:
+
+${errorTable}
+
+**Pagination.** listPets returns animals in ascending \`id\` order. When more follow, the response has a \`Link: <…>; rel="next"\` header (RFC 8288) whose URL keeps \`limit\` and \`status\` and adds an opaque \`cursor\`; follow it until no such link comes. The body stays a bare array.
+
+**Limits.** \`limit\` is ${LIST_LIMIT.minimum}–${LIST_LIMIT.maximum} (default ${LIST_LIMIT.default}). \`name\` is at most ${NAME_MAX_LENGTH} characters. \`id\` and \`categoryId\` are int64 on the wire, accepted from 1 to ${MAX_ID} (2^53 − 1) so that no JSON client loses precision; larger values are refused, never rounded. Request bodies are at most ${BODY_LIMIT_BYTES} bytes. Unknown query parameters and unknown body fields are refused.
+
+**Rate limits.** Each API key has a budget of requests per minute, stated on every response in the \`RateLimit-Policy\` and \`RateLimit\` fields (draft-ietf-httpapi-ratelimit-headers-10). Past it: 429 \`rate_limited\` with \`Retry-After\`.
+
+**Deprecation.** getPet is deprecated and will be removed on ${GET_PET_SUNSET_AT.toUTCString()}; its responses carry \`Deprecation\`, \`Sunset\` and \`Link\` headers, and after that instant it answers 410 \`gone\`. Use listPets with the \`status\` filter instead.
+
+**Tracing.** Every response carries \`X-Request-Id\`; send your own (1–128 of \`A-Z a-z 0-9 . _ : -\`) to have it echoed.`
+
+export const openapiDefinition = {
+  openapi: '3.1.0',
+  info: {
+    title: 'Petstore',
+    version: '1.0.0',
+    description,
+    license: { name: 'MIT', identifier: 'MIT' },
+  },
+  // Production and staging share these paths and differ only in host; the document is served
+  // by each deployment, so the server is relative to it.
+  servers: [{ url: '/v1', description: 'This deployment' }],
+  tags: [{ name: 'animals', description: 'The store’s animals.' }],
+  components: {
+    securitySchemes: {
+      bearerAuth: {
+        type: 'http' as const,
+        scheme: 'bearer',
+        description: 'An API key from `petstore keys create` or `PETSTORE_API_KEYS`.',
+      },
+    },
+  },
+  security: [{ bearerAuth: [] }],
+}

@@ -1,0 +1,71 @@
+// The error catalog (DESIGN.md D4): every error the service sends has one of these codes,
+// the HTTP status listed beside it, and the body {code, message, status}.
+// The OpenAPI document and the README list exactly these codes; a test keeps them in step.
+
+export const errorCatalog = {
+  invalid_request: {
+    status: 400,
+    summary: 'A parameter, header or body is invalid; the message names the field and the rule.',
+  },
+  unauthorized: { status: 401, summary: 'The API key is missing or invalid.' },
+  not_found: { status: 404, summary: 'No such pet, or no such route.' },
+  method_not_allowed: {
+    status: 405,
+    summary: 'The route exists but not with this method; `Allow` lists the methods it has.',
+  },
+  gone: { status: 410, summary: 'The operation was removed at its sunset date.' },
+  payload_too_large: { status: 413, summary: 'The request body is larger than the limit.' },
+  unsupported_media_type: { status: 415, summary: 'The request body is not `application/json`.' },
+  rate_limited: {
+    status: 429,
+    summary: 'The key has used its request budget for this window; see `Retry-After`.',
+  },
+  internal_error: {
+    status: 500,
+    summary: 'An unexpected fault; the details are only in the logs.',
+  },
+  unavailable: {
+    status: 503,
+    summary: 'The service is shutting down or its database is unreachable; retry later.',
+  },
+} as const
+
+export type ErrorCode = keyof typeof errorCatalog
+
+export const errorCodes = Object.keys(errorCatalog) as ErrorCode[]
+
+export interface ErrorBody {
+  code: ErrorCode
+  message: string
+  status: number
+}
+
+/** An error that reaches the client as it is: code, message, and any headers it needs. */
+export class ApiError extends Error {
+  readonly code: ErrorCode
+  readonly statusCode: number
+  readonly headers: Readonly<Record<string, string>>
+
+  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+    super(message)
+    this.name = 'ApiError'
+    this.code = code
+    this.statusCode = errorCatalog[code].status
+    this.headers = headers
+  }
+
+  toBody(): ErrorBody {
+    return errorBody(this.code, this.message)
+  }
+}
+
+export function errorBody(code: ErrorCode, message: string): ErrorBody {
+  return { code, message, status: errorCatalog[code].status }
+}
+
+/** The code for a status the framework produced on its own (e.g. a 413 from the body parser). */
+export function codeForStatus(status: number): ErrorCode {
+  const found = errorCodes.find((code) => errorCatalog[code].status === status)
+  if (found) return found
+  return status >= 500 ? 'internal_error' : 'invalid_request'
+}

@@ -1,0 +1,105 @@
+// Request validation with Ajv, from the contract's TypeBox schemas.
+//
+// Two Ajv instances: bodies are validated exactly as sent (no type coercion: "5" is not a
+// categoryId), while the path and query, which arrive as text, have canonical decimal integers
+// turned into numbers first. That is deliberately stricter than Ajv's own coercion, which would
+// accept "0x10", " 5" or "1e1" as numbers (D5: anything but a plain integer is a 400).
+import { Ajv, type AnySchema, type Options, type ValidateFunction } from 'ajv'
+import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify'
+
+const ajvOptions: Options = {
+  allErrors: false,
+  removeAdditional: false,
+  coerceTypes: false,
+  // Error messages quote a rule's description (see formatValidationErrors).
+  verbose: true,
+  // int64 is carried by `minimum`/`maximum`; the format itself is documentation.
+  formats: { int64: true },
+}
+
+const CANONICAL_INTEGER = /^-?(0|[1-9][0-9]*)$/
+
+/** Canonical decimal integers become numbers; everything else stays as it came. */
+function numbersFromText(data: unknown): unknown {
+  if (data === null || typeof data !== 'object') return data
+  // fromEntries defines every key as an own property: assigning to a plain object would send a
+  // "__proto__" parameter to the prototype setter, dropping it instead of refusing it as unknown.
+  return Object.fromEntries(
+    Object.entries(data).map(([key, value]) => [
+      key,
+      typeof value === 'string' && CANONICAL_INTEGER.test(value) ? Number(value) : value,
+    ]),
+  )
+}
+
+/**
+ * Fastify's `schemaController.compilersFactory.buildValidator`: given the shared schemas,
+ * returns the compiler Fastify calls for each route part.
+ */
+export function buildValidator(
+  externalSchemas: Record<string, AnySchema>,
+): FastifySchemaCompiler<AnySchema> {
+  const bodyAjv = new Ajv({ ...ajvOptions, useDefaults: false })
+  const textAjv = new Ajv({ ...ajvOptions, useDefaults: true })
+  for (const schema of Object.values(externalSchemas)) {
+    bodyAjv.addSchema(schema)
+    textAjv.addSchema(schema)
+  }
+  return ({ schema, httpPart }) => {
+    if (httpPart !== 'querystring' && httpPart !== 'params') return bodyAjv.compile(schema)
+    const validate: ValidateFunction = textAjv.compile(schema)
+    const validateText = (data: unknown) => {
+      const value = numbersFromText(data)
+      if (validate(value)) return { value }
+      validateText.errors = validate.errors
+      return false
+    }
+    validateText.errors = null as ValidateFunction['errors']
+    return validateText
+  }
+}
+
+const PART_NAMES: Record<string, string> = {
+  body: 'body',
+  querystring: 'query parameter',
+  params: 'path parameter',
+}
+
+function describeError(
+  error: FastifySchemaValidationError & { parentSchema?: { description?: string }; data?: unknown },
+  part: string,
+): string {
+  const field = error.instancePath.replace(/^\//, '').replaceAll('/', '.')
+  const params = error.params as Record<string, unknown>
+  const where =
+    field === ''
+      ? (PART_NAMES[part] ?? part)
+      : `${part === 'body' ? '' : `${PART_NAMES[part]} `}${field}`
+  switch (error.keyword) {
+    case 'required':
+      return `${PART_NAMES[part]} "${String(params.missingProperty)}" is required`
+    case 'additionalProperties':
+      return part === 'body'
+        ? `body has an unknown field "${String(params.additionalProperty)}"; a NewPet has only name, categoryId and status`
+        : `unknown ${PART_NAMES[part]} "${String(params.additionalProperty)}"`
+    case 'enum':
+      return `${where} must be one of ${(params.allowedValues as unknown[]).join(', ')}`
+    case 'pattern':
+      return `${where} is not valid: ${error.parentSchema?.description ?? 'it does not match its pattern'}`
+    case 'type':
+      if (field === '' && part === 'body') return 'body must be a JSON object'
+      if (Array.isArray(error.data)) return `${where} must be given once`
+      return `${where} must be ${params.type === 'integer' ? 'an integer' : `a ${String(params.type)}`}`
+    default:
+      return `${where} ${error.message ?? 'is invalid'}`
+  }
+}
+
+/** Fastify's schemaErrorFormatter: one message naming the field and the rule (D4). */
+export function formatValidationErrors(
+  errors: FastifySchemaValidationError[],
+  part: string,
+): Error {
+  const first = errors[0]
+  return new Error(first ? describeError(first, part) : `${part} is invalid`)
+}

@@ -1,0 +1,144 @@
+// The process: config → store → app → listen, and a graceful shutdown (D11). One process by
+// default; `serve --workers N` runs the same instance in N cluster workers (cluster.ts).
+import closeWithGrace from 'close-with-grace'
+import { buildApp } from './app.ts'
+import type { Config } from './config.ts'
+import { issueInitialKeyIfNone } from './keys/issue.ts'
+import { createKeyVerifier } from './keys/verifier.ts'
+import { MemoryWindowCounter, type WindowCounter } from './rate-limit/counter.ts'
+import { RedisWindowCounter, redactRedisUrl } from './rate-limit/redis.ts'
+import type { Lifecycle } from './routes/health.ts'
+import { openStore } from './store/open.ts'
+import type { Store } from './store/store.ts'
+
+/** JSON logs (pino); credentials never reach them (D8). */
+export function loggerOptions(config: Pick<Config, 'logLevel'>) {
+  return {
+    level: config.logLevel,
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization'],
+      censor: '[redacted]',
+    },
+  }
+}
+
+export function announceInitialKey(key: string): void {
+  process.stderr.write(
+    [
+      '',
+      'No API key existed, so one was created. It is shown only this once; keep it now:',
+      '',
+      `    ${key}`,
+      '',
+      'Send it as "Authorization: Bearer <key>". Manage keys with "npx petstore keys --help".',
+      '',
+      '',
+    ].join('\n'),
+  )
+}
+
+/**
+ * What must happen once per start, before any request: pending migrations, then D3's
+ * first-start key (returned, to be shown once), or undefined when a key exists.
+ */
+export async function prepareStore(
+  store: Store,
+  config: Pick<Config, 'env' | 'apiKeys'>,
+): Promise<string | undefined> {
+  await store.migrate()
+  return issueInitialKeyIfNone(store.apiKeys, config.env, config.apiKeys)
+}
+
+/** D12: shared through Redis when REDIS_URL is set (and a limit is), else counted in memory. */
+function rateLimitCounter(config: Pick<Config, 'redis' | 'rateLimit'>): WindowCounter {
+  return config.redis === undefined || config.rateLimit === 0
+    ? new MemoryWindowCounter()
+    : new RedisWindowCounter(config.redis)
+}
+
+type App = Awaited<ReturnType<typeof buildApp>>
+
+/** Says where counters live; waits briefly for Redis so that a normal start does not fail open. */
+async function reportRateLimitCounter(app: App, config: Config, counter: WindowCounter) {
+  if (!(counter instanceof RedisWindowCounter) || config.redis === undefined) return
+  const reachable = await counter.whenReady(1000)
+  app.log.info(
+    { redis: redactRedisUrl(config.redis.url), prefix: config.redis.prefix, reachable },
+    reachable
+      ? 'rate limits are counted in Redis, shared by every instance that uses it'
+      : 'rate limits are counted in Redis, which is not reachable yet: requests go through unlimited until it is',
+  )
+}
+
+export interface Instance {
+  app: App
+  listen(): Promise<void>
+  /** D11: readiness 503, in-flight requests finish, the store closes. Runs once; idempotent. */
+  close(): Promise<void>
+}
+
+export interface InstanceOptions {
+  /** Migrations and the first-start key are done already (by the cluster primary). */
+  prepared?: boolean
+}
+
+/** Opens the store and builds the app; does not listen yet. */
+export async function startInstance(
+  config: Readonly<Config>,
+  options: InstanceOptions = {},
+): Promise<Instance> {
+  const store = await openStore(config.database)
+  const initialKey = options.prepared ? undefined : await prepareStore(store, config)
+  const lifecycle: Lifecycle = { draining: false }
+  const counter = rateLimitCounter(config)
+  const app = await buildApp({
+    config,
+    store,
+    verify: createKeyVerifier({
+      env: config.env,
+      apiKeys: store.apiKeys,
+      bootstrapKeys: config.apiKeys,
+    }),
+    rateLimitCounter: counter,
+    lifecycle,
+    logger: loggerOptions(config),
+  })
+  if (initialKey !== undefined) {
+    app.log.warn('no API key existed; created one and printed it once on stderr')
+    announceInitialKey(initialKey)
+  }
+  await reportRateLimitCounter(app, config, counter)
+
+  let closing: Promise<void> | undefined
+  return {
+    app,
+    listen: async () => {
+      await app.listen({ port: config.port, host: config.host })
+    },
+    close: () => {
+      closing ??= (async () => {
+        lifecycle.draining = true
+        await app.close()
+        await store.close()
+        await counter.close()
+      })()
+      return closing
+    },
+  }
+}
+
+export async function serve(config: Readonly<Config>): Promise<void> {
+  const instance = await startInstance(config)
+  const { log } = instance.app
+
+  // SIGTERM/SIGINT: readiness turns 503, in-flight requests finish, pending writes commit, the
+  // store closes. A second signal, or 10 s, ends the process regardless.
+  closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+    if (err) log.error({ err }, 'shutting down after an uncaught error')
+    else log.info({ signal }, 'shutting down')
+    await instance.close()
+    log.info('shut down cleanly')
+  })
+
+  await instance.listen()
+}

@@ -1,0 +1,31 @@
+// Versioned schema for PostgreSQL: the same versions as sqlite.ts, in PostgreSQL's types.
+// Append new versions; never edit one that has shipped.
+import type { Migration } from './migration.ts'
+
+export const postgresMigrations: Migration[] = [
+  {
+    version: 1,
+    name: 'pets and api keys',
+    sql: `
+      CREATE TABLE pets (
+        -- An identity never hands an id out twice. MAXVALUE 2^53 - 1: ids reach clients as
+        -- JSON numbers and the store turns them into JavaScript numbers, exact only up to there.
+        id bigint GENERATED ALWAYS AS IDENTITY (MAXVALUE 9007199254740991) PRIMARY KEY,
+        name text NOT NULL,
+        category_id bigint NOT NULL CHECK (category_id > 0 AND category_id <= 9007199254740991),
+        status text CHECK (status IN ('available', 'pending', 'sold'))
+      );
+      -- Serves listPets filtered by status in id order, whatever the table size.
+      CREATE INDEX pets_status_id ON pets (status, id);
+
+      CREATE TABLE api_keys (
+        id text PRIMARY KEY,
+        name text NOT NULL,
+        hint text NOT NULL,
+        hash text NOT NULL UNIQUE,
+        created_at timestamptz NOT NULL,
+        revoked_at timestamptz
+      );
+    `,
+  },
+]

@@ -1,0 +1,29 @@
+// Versioned schema for SQLite. Append new versions; never edit one that has shipped.
+import type { Migration } from './migration.ts'
+
+export const sqliteMigrations: Migration[] = [
+  {
+    version: 1,
+    name: 'pets and api keys',
+    sql: `
+      CREATE TABLE pets (
+        -- AUTOINCREMENT: an id is never handed out twice, even after the highest row is gone.
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL,
+        category_id INTEGER NOT NULL CHECK (category_id > 0),
+        status TEXT CHECK (status IN ('available', 'pending', 'sold'))
+      );
+      -- Serves listPets filtered by status in id order, whatever the table size.
+      CREATE INDEX pets_status_id ON pets (status, id);
+
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        hint TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+      );
+    `,
+  },
+]

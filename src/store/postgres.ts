@@ -1,0 +1,399 @@
+// The scale-out store: PostgreSQL through `pg`, shared by any number of stateless instances.
+//
+// Durability (D10): every create is its own INSERT, committed before it resolves; the server's
+// default synchronous_commit (on) means that COMMIT returned only after the WAL was flushed.
+// PostgreSQL already commits concurrent transactions with one flush, so no batching is needed
+// here to keep that affordable.
+//
+// Availability: the database may vanish and come back at any time. Every way that shows up
+// (refused or reset connections, timeouts, a server shutting down) becomes a
+// StoreUnavailableError, which the HTTP layer answers with 503. Timeouts bound every wait, so a
+// request never hangs on a dead network, and the pool opens fresh connections once the database
+// is back, so the service recovers by itself.
+import { Client, type ClientConfig, type CustomTypesConfig, Pool, types } from 'pg'
+import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
+import { postgresMigrations } from './migrations/postgres.ts'
+import {
+  type ApiKeyRecord,
+  type ApiKeyRepository,
+  type ListPetsQuery,
+  type NewApiKeyRecord,
+  type PetPage,
+  type PetRepository,
+  type Store,
+  StoreUnavailableError,
+} from './store.ts'
+
+export interface PostgresStoreOptions {
+  /** postgres://user[:password]@host[:port]/database */
+  url: string
+  /** The most connections this process opens. */
+  poolSize: number
+}
+
+/** How long to wait for a connection, new or from a busy pool. */
+const CONNECT_TIMEOUT_MS = 2_000
+/** The server cancels a statement that runs longer (SQLSTATE 57014). */
+const STATEMENT_TIMEOUT_MS = 5_000
+// The client gives up on a reply after this long. It covers what the server-side timeout
+// cannot: a server or network that has gone silent. Longer than the statement timeout, so that
+// normally the server's own cancel ends a slow statement cleanly first.
+const QUERY_TIMEOUT_MS = STATEMENT_TIMEOUT_MS + 1_000
+/** Readiness answers quickly or not at all: probes have short timeouts of their own. */
+const PING_TIMEOUT_MS = 1_000
+// Migrations may wait for another instance's migrations (the advisory lock) and may rewrite
+// tables, so they get far more time than a request; a start still fails rather than hangs.
+const MIGRATION_TIMEOUT_MS = 300_000
+/** Serialises migrations across every process on the database: 'petstore' in ASCII, as int8. */
+const MIGRATION_LOCK_KEY = '8099007544119226981'
+
+// Errors raised by the driver itself (no SQLSTATE) when the connection is lost or times out.
+const DRIVER_CONNECTION_MESSAGES = new Set([
+  'timeout expired',
+  'timeout exceeded when trying to connect',
+  'Connection terminated',
+  'Connection terminated unexpectedly',
+  'Connection terminated due to connection timeout',
+  'Query read timeout',
+  'Client has encountered a connection error and is not queryable',
+  'Client was closed and is not queryable',
+  'Cannot use a pool after calling end on the pool',
+])
+
+// Node's socket errors that mean the server cannot be reached (now).
+const SOCKET_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+])
+
+// Server errors a retry can outlive: 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot
+// connect now (starting up), 57014 statement timeout, 53300 too many connections.
+const RETRYABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57014', '53300'])
+
+function isConnectionFailure(err: unknown): boolean {
+  if (!(err instanceof Error)) return false
+  const code = (err as { code?: unknown }).code
+  if (typeof code === 'string') {
+    // SQLSTATE class 08: connection exception.
+    if (SOCKET_ERROR_CODES.has(code) || RETRYABLE_SQLSTATES.has(code) || code.startsWith('08'))
+      return true
+  }
+  return DRIVER_CONNECTION_MESSAGES.has(err.message)
+}
+
+/** The one place driver errors are sorted: unreachable becomes retryable (503), the rest stays. */
+function unavailableIfConnectionLost(err: unknown): unknown {
+  return isConnectionFailure(err)
+    ? new StoreUnavailableError('the PostgreSQL database is unreachable', { cause: err })
+    : err
+}
+
+/** bigint columns arrive as text; within the contract's range (≤ 2^53 − 1) a number is exact. */
+function safeInteger(text: string): number {
+  const value = Number(text)
+  if (!Number.isSafeInteger(value)) throw new RangeError(`integer ${text} is beyond 2^53 - 1`)
+  return value
+}
+
+// The one place bigint (int8) becomes a number: ids, categoryIds and counts alike.
+const int8AsNumber: CustomTypesConfig = {
+  getTypeParser: (id, format) =>
+    id === types.builtins.INT8 ? safeInteger : types.getTypeParser(id, format),
+}
+
+function connectionConfig(url: string): ClientConfig {
+  return {
+    connectionString: url,
+    application_name: 'petstore',
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    statement_timeout: STATEMENT_TIMEOUT_MS,
+    query_timeout: QUERY_TIMEOUT_MS,
+    // TCP keepalive finds connections a silent network has cut while they sit idle in the pool.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    types: int8AsNumber,
+  }
+}
+
+interface Statement {
+  /** Names make pg prepare the statement once per connection. */
+  name: string
+  text: string
+}
+
+interface PetRow {
+  id: number
+  name: string
+  categoryId: number
+  status: PetStatus | null
+}
+
+interface ApiKeyRow {
+  id: string
+  name: string
+  hint: string
+  createdAt: Date
+  revokedAt: Date | null
+}
+
+const PET_COLUMNS = 'id, name, category_id AS "categoryId", status'
+const API_KEY_COLUMNS = 'id, name, hint, created_at AS "createdAt", revoked_at AS "revokedAt"'
+
+const SQL = {
+  insertPet: {
+    name: 'pets_insert',
+    text: `INSERT INTO pets (name, category_id, status) VALUES ($1, $2, $3) RETURNING ${PET_COLUMNS}`,
+  },
+  getPet: { name: 'pets_get', text: `SELECT ${PET_COLUMNS} FROM pets WHERE id = $1` },
+  listPets: {
+    name: 'pets_list',
+    text: `SELECT ${PET_COLUMNS} FROM pets WHERE id > $1 ORDER BY id LIMIT $2`,
+  },
+  listPetsByStatus: {
+    name: 'pets_list_status',
+    text: `SELECT ${PET_COLUMNS} FROM pets WHERE status = $1 AND id > $2 ORDER BY id LIMIT $3`,
+  },
+  insertApiKey: {
+    name: 'api_keys_insert',
+    text: `INSERT INTO api_keys (id, name, hint, hash, created_at) VALUES ($1, $2, $3, $4, now()) RETURNING ${API_KEY_COLUMNS}`,
+  },
+  findActiveApiKey: {
+    name: 'api_keys_find_active',
+    text: 'SELECT id FROM api_keys WHERE hash = $1 AND revoked_at IS NULL',
+  },
+  listApiKeys: {
+    name: 'api_keys_list',
+    text: `SELECT ${API_KEY_COLUMNS} FROM api_keys ORDER BY created_at, id`,
+  },
+  revokeApiKey: {
+    name: 'api_keys_revoke',
+    text: 'UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL',
+  },
+  countActiveApiKeys: {
+    name: 'api_keys_count_active',
+    text: 'SELECT count(*) AS n FROM api_keys WHERE revoked_at IS NULL',
+  },
+} satisfies Record<string, Statement>
+
+function toPet(row: PetRow): Pet {
+  const pet: Pet = { id: row.id, name: row.name, categoryId: row.categoryId }
+  if (row.status !== null) pet.status = row.status
+  return pet
+}
+
+function toApiKey(row: ApiKeyRow): ApiKeyRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    hint: row.hint,
+    createdAt: row.createdAt,
+    revokedAt: row.revokedAt ?? undefined,
+  }
+}
+
+/**
+ * The pool, with every query's errors sorted in one place, and a record of the queries still
+ * running so that close() can let them finish (pg's pool.end() would strand queued ones).
+ */
+class Database {
+  readonly #pool: Pool
+  readonly #running = new Set<Promise<unknown>>()
+  #closing = false
+
+  constructor(pool: Pool) {
+    this.#pool = pool
+  }
+
+  async query<Row>(
+    statement: Statement,
+    values: unknown[],
+    timeoutMs = QUERY_TIMEOUT_MS,
+  ): Promise<{ rows: Row[]; rowCount: number }> {
+    if (this.#closing) throw new StoreUnavailableError('the store is closed')
+    // pg reads query_timeout from each query's config (client.js); @types/pg's QueryConfig
+    // does not declare it, and a variable (not a literal) may carry the extra field.
+    const config = { ...statement, values, query_timeout: timeoutMs }
+    const running = this.#pool.query(config)
+    this.#running.add(running)
+    try {
+      const result = await running
+      return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 }
+    } catch (err) {
+      throw unavailableIfConnectionLost(err)
+    } finally {
+      this.#running.delete(running)
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closing) return
+    this.#closing = true
+    await Promise.allSettled([...this.#running])
+    await this.#pool.end()
+  }
+}
+
+export function openPostgresStore(options: PostgresStoreOptions): Store {
+  const pool = new Pool({ ...connectionConfig(options.url), max: options.poolSize })
+  // An idle connection that fails (the server restarted, the network dropped it) is emitted
+  // here; without a listener that 'error' event would end the process. The pool has already
+  // discarded the connection and opens a new one on demand; the requests and readiness checks
+  // that find the database away are what gets logged.
+  pool.on('error', () => {})
+  return new PostgresStore(options.url, new Database(pool))
+}
+
+class PostgresStore implements Store {
+  readonly engine = 'postgres'
+  readonly pets: PostgresPetRepository
+  readonly apiKeys: PostgresApiKeyRepository
+  readonly #url: string
+  readonly #db: Database
+
+  constructor(url: string, db: Database) {
+    this.#url = url
+    this.#db = db
+    this.pets = new PostgresPetRepository(db)
+    this.apiKeys = new PostgresApiKeyRepository(db)
+  }
+
+  async migrate(): Promise<number[]> {
+    // A connection of its own, with the long timeouts migrations need, outside the pool.
+    const client = new Client({
+      ...connectionConfig(this.#url),
+      application_name: 'petstore migrate',
+      statement_timeout: MIGRATION_TIMEOUT_MS,
+      query_timeout: MIGRATION_TIMEOUT_MS + 1_000,
+    })
+    // A lost connection also rejects the query in progress, which reports it; this listener
+    // only keeps the 'error' event itself from ending the process.
+    client.on('error', () => {})
+    try {
+      await client.connect()
+      return await applyMigrations(client)
+    } catch (err) {
+      throw unavailableIfConnectionLost(err)
+    } finally {
+      await client.end().catch(() => {})
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.#db.query({ name: 'ping', text: 'SELECT 1' }, [], PING_TIMEOUT_MS)
+  }
+
+  async close(): Promise<void> {
+    await this.#db.close()
+  }
+}
+
+/**
+ * Applies pending migrations in one transaction. The transaction-scoped advisory lock makes
+ * instances that start together take turns: the first applies, the rest then find nothing to do.
+ * DDL is transactional in PostgreSQL, so a failed migration leaves no half-made schema.
+ */
+async function applyMigrations(client: Client): Promise<number[]> {
+  await client.query('BEGIN')
+  try {
+    await client.query(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`)
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)',
+    )
+    const { rows } = await client.query<{ version: number }>(
+      'SELECT version FROM schema_migrations',
+    )
+    const applied = new Set(rows.map((row) => row.version))
+    const done: number[] = []
+    for (const migration of postgresMigrations) {
+      if (applied.has(migration.version)) continue
+      await client.query(migration.sql)
+      await client.query(
+        'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())',
+        [migration.version, migration.name],
+      )
+      done.push(migration.version)
+    }
+    await client.query('COMMIT')
+    return done
+  } catch (err) {
+    // On a lost connection the server has rolled back already and this fails too.
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  }
+}
+
+class PostgresPetRepository implements PetRepository {
+  readonly #db: Database
+
+  constructor(db: Database) {
+    this.#db = db
+  }
+
+  async create(pet: NewPet): Promise<Pet> {
+    const { rows } = await this.#db.query<PetRow>(SQL.insertPet, [
+      pet.name,
+      pet.categoryId,
+      pet.status ?? null,
+    ])
+    return toPet(rows[0] as PetRow)
+  }
+
+  async get(id: number): Promise<Pet | undefined> {
+    const { rows } = await this.#db.query<PetRow>(SQL.getPet, [id])
+    return rows[0] && toPet(rows[0])
+  }
+
+  async list({ limit, status, afterId }: ListPetsQuery): Promise<PetPage> {
+    // One row more than asked tells whether another page follows.
+    const { rows } =
+      status === undefined
+        ? await this.#db.query<PetRow>(SQL.listPets, [afterId, limit + 1])
+        : await this.#db.query<PetRow>(SQL.listPetsByStatus, [status, afterId, limit + 1])
+    return { pets: rows.slice(0, limit).map(toPet), hasMore: rows.length > limit }
+  }
+}
+
+class PostgresApiKeyRepository implements ApiKeyRepository {
+  readonly #db: Database
+
+  constructor(db: Database) {
+    this.#db = db
+  }
+
+  async create(key: NewApiKeyRecord): Promise<ApiKeyRecord> {
+    const { rows } = await this.#db.query<ApiKeyRow>(SQL.insertApiKey, [
+      key.id,
+      key.name,
+      key.hint,
+      key.hash,
+    ])
+    return toApiKey(rows[0] as ApiKeyRow)
+  }
+
+  async findActiveByHash(hash: string): Promise<string | undefined> {
+    const { rows } = await this.#db.query<{ id: string }>(SQL.findActiveApiKey, [hash])
+    return rows[0]?.id
+  }
+
+  async list(): Promise<ApiKeyRecord[]> {
+    const { rows } = await this.#db.query<ApiKeyRow>(SQL.listApiKeys, [])
+    return rows.map(toApiKey)
+  }
+
+  async revoke(id: string): Promise<boolean> {
+    const { rowCount } = await this.#db.query(SQL.revokeApiKey, [id])
+    return rowCount > 0
+  }
+
+  async countActive(): Promise<number> {
+    const { rows } = await this.#db.query<{ n: number }>(SQL.countActiveApiKeys, [])
+    return rows[0]?.n ?? 0
+  }
+}

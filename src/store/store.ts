@@ -1,0 +1,72 @@
+// The storage interface the HTTP layer depends on. One implementation per engine
+// (sqlite.ts; postgres.ts), each proven by the shared contract suite in test/store.
+// The store knows nothing of HTTP; it speaks in the contract's types.
+import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
+
+export interface ListPetsQuery {
+  limit: number
+  status?: PetStatus | undefined
+  /** Return pets with an id greater than this (0 for the first page). */
+  afterId: number
+}
+
+export interface PetPage {
+  pets: Pet[]
+  /** True when at least one more pet follows the last one returned. */
+  hasMore: boolean
+}
+
+export interface PetRepository {
+  /** Resolves only once the pet is durably committed (D10). */
+  create(pet: NewPet): Promise<Pet>
+  get(id: number): Promise<Pet | undefined>
+  /** Pets in ascending id order. */
+  list(query: ListPetsQuery): Promise<PetPage>
+}
+
+export interface ApiKeyRecord {
+  id: string
+  name: string
+  /** Enough of the key to recognise it (prefix and last characters); never the secret. */
+  hint: string
+  createdAt: Date
+  revokedAt?: Date | undefined
+}
+
+export interface NewApiKeyRecord {
+  id: string
+  name: string
+  hint: string
+  /** SHA-256 of the key, hex. The key itself is never stored. */
+  hash: string
+}
+
+export interface ApiKeyRepository {
+  create(key: NewApiKeyRecord): Promise<ApiKeyRecord>
+  /** The id of the active (not revoked) key with this hash. */
+  findActiveByHash(hash: string): Promise<string | undefined>
+  list(): Promise<ApiKeyRecord[]>
+  /** False when no active key has this id. */
+  revoke(id: string): Promise<boolean>
+  countActive(): Promise<number>
+}
+
+export interface Store {
+  readonly engine: 'sqlite' | 'postgres'
+  readonly pets: PetRepository
+  readonly apiKeys: ApiKeyRepository
+  /** Applies pending migrations; returns the versions it applied. */
+  migrate(): Promise<number[]>
+  /** Throws when the database cannot be reached (readiness). */
+  ping(): Promise<void>
+  /** Finishes pending writes, then closes. */
+  close(): Promise<void>
+}
+
+/**
+ * The database cannot be reached or is locked past its timeout: the request may succeed if
+ * retried later. The HTTP layer answers 503 `unavailable` (D4) instead of 500.
+ */
+export class StoreUnavailableError extends Error {
+  override name = 'StoreUnavailableError'
+}

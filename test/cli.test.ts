@@ -1,0 +1,100 @@
+// The `petstore` command as an operator runs it: a real process, a real SQLite file.
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { runCli, startService } from './helpers/process.ts'
+import { tempDir } from './helpers/server.ts'
+
+describe('petstore CLI', () => {
+  let dir: Awaited<ReturnType<typeof tempDir>>
+  let env: Record<string, string>
+
+  before(async () => {
+    dir = await tempDir()
+    env = { DATABASE_URL: `sqlite:${join(dir.path, 'cli.db')}`, LOG_LEVEL: 'warn' }
+  })
+  after(() => dir.remove())
+
+  test('migrate applies the schema once', async () => {
+    const first = await runCli(['migrate'], env)
+    assert.equal(first.code, 0, first.stderr)
+    assert.match(first.stdout, /Applied migrations: 1\./)
+    const second = await runCli(['migrate'], env)
+    assert.equal(second.code, 0)
+    assert.match(second.stdout, /up to date/)
+  })
+
+  test('keys create prints the key once; it works on all three operations; revoke stops it', async () => {
+    const created = await runCli(['keys', 'create', '--name', 'ops team'], env)
+    assert.equal(created.code, 0, created.stderr)
+    const key = created.stdout.trim()
+    assert.match(key, /^petstore_live_[0-9A-Za-z]{38}$/)
+    const id = /Created (key_[0-9A-Za-z]+)/.exec(created.stderr)?.[1]
+    assert.ok(id, created.stderr)
+
+    const listed = await runCli(['keys', 'list'], env)
+    assert.equal(listed.code, 0)
+    assert.match(listed.stdout, new RegExp(`${id}\\s+ops team\\s+petstore_live_…${key.slice(-4)}`))
+    assert.ok(!listed.stdout.includes(key), 'keys list never shows a key')
+
+    const service = await startService(env)
+    try {
+      const auth = { authorization: `Bearer ${key}` }
+      const made = await fetch(`${service.url}/v1/pets`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'Rex', categoryId: 3 }),
+      })
+      assert.equal(made.status, 201)
+      const pet = (await made.json()) as { id: number }
+      assert.equal((await fetch(`${service.url}/v1/pets`, { headers: auth })).status, 200)
+      assert.equal((await fetch(`${service.url}/v1/pets/${pet.id}`, { headers: auth })).status, 200)
+
+      const revoked = await runCli(['keys', 'revoke', id], env)
+      assert.equal(revoked.code, 0, revoked.stderr)
+      assert.equal((await fetch(`${service.url}/v1/pets`, { headers: auth })).status, 401)
+    } finally {
+      assert.equal(await service.stop(), 0)
+    }
+    const again = await runCli(['keys', 'revoke', id], env)
+    assert.equal(again.code, 2)
+    assert.match(again.stderr, /no active key/)
+    assert.match((await runCli(['keys', 'list', '--json'], env)).stdout, /"revokedAt"/)
+  })
+
+  test('a staging service issues staging keys', async () => {
+    const created = await runCli(['keys', 'create', '--name', 'stage'], {
+      ...env,
+      PETSTORE_ENV: 'staging',
+    })
+    assert.match(created.stdout.trim(), /^petstore_staging_/)
+  })
+
+  test('usage errors exit 2 with the usage text', async () => {
+    const missing = await runCli(['keys', 'create'], env)
+    assert.equal(missing.code, 2)
+    assert.match(missing.stderr, /--name NAME/)
+    const unknown = await runCli(['frobnicate'], env)
+    assert.equal(unknown.code, 2)
+    assert.match(unknown.stderr, /Usage: petstore/)
+  })
+
+  for (const [name, value, expected] of [
+    ['PORT', 'abc', /PORT must be an integer from 0 to 65535/],
+    ['DATABASE_URL', 'mysql://x', /DATABASE_URL must be/],
+    ['PETSTORE_ENV', 'prod', /PETSTORE_ENV must be one of production, staging/],
+    ['PETSTORE_RATE_LIMIT', '-1', /PETSTORE_RATE_LIMIT must be an integer/],
+    ['LOG_LEVEL', 'loud', /LOG_LEVEL must be one of/],
+    ['PETSTORE_API_KEYS', 'short', /PETSTORE_API_KEYS entry 1 must be at least 32 characters/],
+    ['PETSTORE_CORS_ORIGINS', 'example.com', /PETSTORE_CORS_ORIGINS entry/],
+  ] as const) {
+    test(`a bad ${name} stops the start with one line and exit code 1`, async () => {
+      const result = await runCli(['serve'], { ...env, [name]: value })
+      assert.equal(result.code, 1)
+      const lines = result.stderr.trim().split('\n')
+      assert.equal(lines.length, 1, result.stderr)
+      assert.match(lines[0] ?? '', /^petstore: invalid configuration: /)
+      assert.match(lines[0] ?? '', expected)
+    })
+  }
+})

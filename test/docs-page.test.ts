@@ -1,0 +1,189 @@
+// The interactive reference at /docs, in a real Chromium: it lists the three operations, shows
+// getPet as deprecated, loads nothing from any other host (no CDN), and works.
+//
+// Needs Debian's Chromium at /usr/bin/chromium. Without it the suite is skipped, unless
+// PETSTORE_REQUIRE_BROWSER=1 (CI), where a missing browser is a failure.
+import assert from 'node:assert/strict'
+import { existsSync } from 'node:fs'
+import { after, before, describe, test } from 'node:test'
+import { type Browser, chromium, type Page } from 'playwright-core'
+import { startServer, type TestServer } from './helpers/server.ts'
+
+const CHROMIUM = '/usr/bin/chromium'
+const chromiumPresent = existsSync(CHROMIUM)
+const browserRequired = process.env.PETSTORE_REQUIRE_BROWSER === '1'
+
+/** A name that is neither localhost nor 127.0.0.1, resolved to 127.0.0.1 inside the browser. */
+const HOST_NAME = 'petstore.test'
+
+interface OpenedPage {
+  page: Page
+  /** Every URL the page requested. */
+  requests: string[]
+  /** Uncaught exceptions in the page. */
+  errors: string[]
+}
+
+interface ShownOperation {
+  id: string
+  method: string
+  path: string | null
+  summary: string
+  deprecated: boolean
+}
+
+if (!chromiumPresent) {
+  test('the /docs page', (t) => {
+    if (!browserRequired) {
+      t.skip(`Chromium is absent (${CHROMIUM}), so the /docs page is not tested`)
+      return
+    }
+    assert.fail(
+      `Chromium is required (PETSTORE_REQUIRE_BROWSER=1) but ${CHROMIUM} does not exist; install it with apt-get install chromium`,
+    )
+  })
+} else {
+  describe('the /docs page', docsPageTests)
+}
+
+function docsPageTests() {
+  let server: TestServer
+  let browser: Browser
+
+  before(async () => {
+    server = await startServer({ rateLimit: 100 })
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        `--host-resolver-rules=MAP ${HOST_NAME} 127.0.0.1`,
+      ],
+    })
+  })
+
+  after(async () => {
+    await browser?.close()
+    await server?.close()
+  })
+
+  /** Opens `${origin}/docs` and waits until swagger-ui has rendered the operations. */
+  async function openDocs(origin: string): Promise<OpenedPage> {
+    const page = await browser.newPage()
+    page.setDefaultTimeout(15_000)
+    const requests: string[] = []
+    const errors: string[] = []
+    page.on('request', (request) => requests.push(request.url()))
+    page.on('pageerror', (error) => errors.push(error.message))
+    await page.goto(`${origin}/docs`)
+    // swagger-ui renders one .opblock per operation, all at once, once the document has loaded.
+    await page.locator('.opblock').nth(2).waitFor()
+    await page.waitForLoadState('networkidle')
+    return { page, requests, errors }
+  }
+
+  function shownOperations(page: Page): Promise<ShownOperation[]> {
+    return page.locator('.opblock').evaluateAll((blocks) =>
+      blocks.map((block) => ({
+        // swagger-ui names each block operations-<tag>-<operationId>.
+        id: block.id,
+        method: block.querySelector('.opblock-summary-method')?.textContent?.trim() ?? '',
+        path: block.querySelector('[data-path]')?.getAttribute('data-path') ?? null,
+        summary: block.querySelector('.opblock-summary-description')?.textContent?.trim() ?? '',
+        deprecated: block.classList.contains('opblock-deprecated'),
+      })),
+    )
+  }
+
+  /** The requests that went to a host other than `host` (data: and blob: URLs are not). */
+  function elsewhere(requests: string[], host: string): string[] {
+    return requests.filter((url) => {
+      const { protocol, hostname } = new URL(url)
+      return protocol !== 'data:' && protocol !== 'blob:' && hostname !== host
+    })
+  }
+
+  test('lists exactly the three operations, getPet deprecated, from 127.0.0.1 only', async () => {
+    const { page, requests, errors } = await openDocs(server.url)
+    try {
+      assert.deepStrictEqual(await shownOperations(page), [
+        {
+          id: 'operations-animals-listPets',
+          method: 'GET',
+          path: '/pets',
+          summary: 'List all animals',
+          deprecated: false,
+        },
+        {
+          id: 'operations-animals-createPet',
+          method: 'POST',
+          path: '/pets',
+          summary: 'Add an animal',
+          deprecated: false,
+        },
+        {
+          id: 'operations-animals-getPet',
+          method: 'GET',
+          path: '/pets/{petId}',
+          summary: 'Get an animal (deprecated)',
+          deprecated: true,
+        },
+      ])
+      assert.ok(
+        requests.some((url) => new URL(url).pathname === '/docs/json'),
+        `the page never loaded the document: ${requests.join(', ')}`,
+      )
+      assert.deepStrictEqual(elsewhere(requests, '127.0.0.1'), [], 'requests to other hosts')
+      assert.deepStrictEqual(errors, [], 'uncaught errors in the page')
+    } finally {
+      await page.close()
+    }
+  })
+
+  test('renders over plain HTTP under a host name too (no https upgrade of its assets)', async () => {
+    const origin = `http://${HOST_NAME}:${new URL(server.url).port}`
+    const { page, requests, errors } = await openDocs(origin)
+    try {
+      assert.equal((await shownOperations(page)).length, 3)
+      // Away from localhost swagger-ui would also load its validator badge from another host.
+      assert.deepStrictEqual(elsewhere(requests, HOST_NAME), [], 'requests to other hosts')
+      assert.deepStrictEqual(
+        requests.filter((url) => !url.startsWith(`${origin}/`)),
+        [],
+        'requests not to the page’s own origin',
+      )
+      assert.deepStrictEqual(errors, [], 'uncaught errors in the page')
+    } finally {
+      await page.close()
+    }
+  })
+
+  test('“Try it out” calls listPets on this server with the key given to Authorize', async () => {
+    const { page } = await openDocs(server.url)
+    try {
+      await page.locator('.btn.authorize').click()
+      await page.locator('.modal-ux input').fill(server.key)
+      await page.locator('.modal-ux .auth-btn-wrapper .authorize').click()
+      await page.locator('.modal-ux .btn-done').click()
+
+      const listPets = page.locator('#operations-animals-listPets')
+      await listPets.locator('.opblock-summary-control').click()
+      await listPets.locator('.try-out__btn').click()
+      const [request] = await Promise.all([
+        page.waitForRequest((request) => new URL(request.url()).pathname === '/v1/pets'),
+        listPets.locator('.execute').click(),
+      ])
+      assert.equal(request.headers().authorization, `Bearer ${server.key}`)
+      assert.equal(new URL(request.url()).origin, server.url)
+      const status = listPets
+        .locator('.live-responses-table tr.response .response-col_status')
+        .first()
+      await status.waitFor()
+      assert.equal((await status.textContent())?.trim(), '200')
+    } finally {
+      await page.close()
+    }
+  })
+}

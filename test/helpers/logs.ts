@@ -1,0 +1,17 @@
+// Reads a service process's stdout as the JSON log lines it is (D8).
+export interface LogLine {
+  level: number
+  time: number
+  pid: number
+  msg?: string
+  [field: string]: unknown
+}
+
+export const WARN = 40
+
+export function logLines(stdout: string): LogLine[] {
+  return stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as LogLine)
+}

@@ -1,0 +1,75 @@
+// Shared PostgreSQL setup for tests: whether a server is reachable, and a fresh database per
+// use (created on the server, dropped afterwards), so runs never see each other's rows.
+import { randomBytes } from 'node:crypto'
+import { Client } from 'pg'
+
+/** The server the tests use; trust auth on these machines. Override for another server. */
+export const ADMIN_URL =
+  process.env.PETSTORE_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+
+/** CI sets this: an unreachable PostgreSQL then fails the run instead of skipping its tests. */
+export const POSTGRES_REQUIRED = process.env.PETSTORE_REQUIRE_POSTGRES === '1'
+
+/** host:port of ADMIN_URL, never its password. */
+function where(): string {
+  const url = new URL(ADMIN_URL)
+  return `${url.hostname}:${url.port || '5432'}`
+}
+
+/** The one line printed where PostgreSQL is absent. */
+export function unreachableLine(): string {
+  return `PostgreSQL is not reachable at ${where()}; the PostgreSQL tests are skipped`
+}
+
+async function withAdmin<T>(work: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3_000 })
+  // Errors reach the awaiting call; the listener keeps a dropped connection from throwing.
+  client.on('error', () => {})
+  await client.connect()
+  try {
+    return await work(client)
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+
+export async function postgresReachable(): Promise<boolean> {
+  try {
+    await withAdmin((client) => client.query('SELECT 1'))
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * For a file whose tests all need PostgreSQL: undefined when it is reachable, else the reason to
+ * skip them. Throws when PETSTORE_REQUIRE_POSTGRES=1, so that a missing server fails CI.
+ */
+export async function postgresSkipReason(): Promise<string | undefined> {
+  if (await postgresReachable()) return undefined
+  if (POSTGRES_REQUIRED) throw new Error(`${unreachableLine()}, but PETSTORE_REQUIRE_POSTGRES=1`)
+  return unreachableLine()
+}
+
+export interface TestDatabase {
+  name: string
+  /** ADMIN_URL pointing at this database. */
+  url: string
+  /** Drops the database, ending any connection still open to it. */
+  drop(): Promise<void>
+}
+
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const name = `petstore_test_${randomBytes(6).toString('hex')}`
+  await withAdmin((client) => client.query(`CREATE DATABASE ${name}`))
+  const url = new URL(ADMIN_URL)
+  url.pathname = `/${name}`
+  return {
+    name,
+    url: url.toString(),
+    drop: async () => {
+      await withAdmin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+    },
+  }
+}

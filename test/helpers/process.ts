@@ -1,0 +1,89 @@
+// Runs the real `petstore` command as a child process, the way an operator would.
+import { type ChildProcess, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { fileURLToPath } from 'node:url'
+
+export const BIN = fileURLToPath(new URL('../../bin/petstore.js', import.meta.url))
+
+export interface CommandResult {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+/** Runs `petstore ...args` to completion with the given environment (added to a clean one). */
+export async function runCli(args: string[], env: Record<string, string>): Promise<CommandResult> {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk) => {
+    stdout += chunk
+  })
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk
+  })
+  const [code] = await once(child, 'close')
+  return { code, stdout, stderr }
+}
+
+export interface ServiceProcess {
+  url: string
+  child: ChildProcess
+  stdout(): string
+  stderr(): string
+  /** Resolves with the exit code once the process has exited. */
+  exited: Promise<number | null>
+  stop(signal?: NodeJS.Signals): Promise<number | null>
+}
+
+/**
+ * Starts `petstore serve ...args` on a free port and resolves once it listens (read from its
+ * info-level "Server listening" log line, so LOG_LEVEL is info whatever `env` says).
+ */
+export async function startService(
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], {
+    env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', ...env, LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk
+  })
+  const exited = once(child, 'exit').then(([code]) => code as number | null)
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`service did not start:\n${stderr}`))
+    }, 20_000)
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk
+      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)
+      if (match?.[1]) {
+        clearTimeout(timer)
+        resolve(match[1])
+      }
+    })
+    exited.then((code) => {
+      clearTimeout(timer)
+      reject(new Error(`service exited with ${code} before listening:\n${stderr}`))
+    })
+  })
+  return {
+    url,
+    child,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    exited,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+      return exited
+    },
+  }
+}

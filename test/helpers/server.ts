@@ -1,0 +1,200 @@
+// Test harness: a really listening server on a real SQLite file in a fresh temp directory (or,
+// with PETSTORE_TEST_DATABASE=postgres, a fresh PostgreSQL database), built from the same parts
+// server.ts wires, with a clock and limits the test controls.
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.ts'
+import type { Clock } from '../../src/clock.ts'
+import type { DeploymentEnv } from '../../src/config.ts'
+import { issueApiKey } from '../../src/keys/issue.ts'
+import { createKeyVerifier } from '../../src/keys/verifier.ts'
+import type { Lifecycle } from '../../src/routes/health.ts'
+import { openPostgresStore } from '../../src/store/postgres.ts'
+import { openSqliteStore } from '../../src/store/sqlite.ts'
+import type { Store } from '../../src/store/store.ts'
+import { createTestDatabase } from './postgres.ts'
+
+/** The engine behind test servers and test stores; `npm test` runs the HTTP tests on both. */
+export const TEST_ENGINE: 'sqlite' | 'postgres' =
+  process.env.PETSTORE_TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite'
+
+/** A clock tests move by hand. */
+export class ManualClock implements Clock {
+  #now: number
+  constructor(start: Date | number = Date.now()) {
+    this.#now = typeof start === 'number' ? start : start.getTime()
+  }
+  now(): number {
+    return this.#now
+  }
+  set(to: Date | number): void {
+    this.#now = typeof to === 'number' ? to : to.getTime()
+  }
+  advance(ms: number): void {
+    this.#now += ms
+  }
+}
+
+export interface TestServerOptions {
+  /**
+   * Reuse a SQLite file (e.g. to restart on it); default: a new database of TEST_ENGINE.
+   */
+  dbPath?: string
+  store?: Store
+  rateLimit?: number
+  clock?: Clock
+  corsOrigins?: string[]
+  env?: DeploymentEnv
+  bootstrapKeys?: string[]
+  lifecycle?: Lifecycle
+}
+
+export interface TestServer {
+  /** e.g. http://127.0.0.1:40123 */
+  url: string
+  /** A valid API key made with the same code the CLI uses. */
+  key: string
+  store: Store
+  app: FastifyInstance
+  /** The SQLite file or PostgreSQL URL of a store the server opened; '' for a given store. */
+  dbPath: string
+  lifecycle: Lifecycle
+  /** fetch `path` on this server with the key (unless `headers.authorization` is given). */
+  request(path: string, init?: RequestInit): Promise<Response>
+  close(): Promise<void>
+}
+
+export async function tempDir(): Promise<{ path: string; remove(): Promise<void> }> {
+  const path = await mkdtemp(join(tmpdir(), 'petstore-test-'))
+  return { path, remove: () => rm(path, { recursive: true, force: true }) }
+}
+
+export interface TestStore {
+  store: Store
+  /** The SQLite file, or the PostgreSQL URL. */
+  location: string
+  /** Closes the store and deletes its database. */
+  close(): Promise<void>
+}
+
+/**
+ * A store on a new, empty database of TEST_ENGINE: a SQLite file in a new temp directory, or a
+ * PostgreSQL database created for it. `dbPath` reuses that SQLite file instead (not deleted).
+ */
+export async function openTestStore(dbPath?: string): Promise<TestStore> {
+  if (dbPath !== undefined) {
+    const store = openSqliteStore({ path: dbPath })
+    return { store, location: dbPath, close: () => store.close() }
+  }
+  if (TEST_ENGINE === 'postgres') {
+    const db = await createTestDatabase()
+    const store = openPostgresStore({ url: db.url, poolSize: 5 })
+    return {
+      store,
+      location: db.url,
+      close: async () => {
+        await store.close()
+        await db.drop()
+      },
+    }
+  }
+  const dir = await tempDir()
+  const path = join(dir.path, 'petstore.db')
+  const store = openSqliteStore({ path })
+  return {
+    store,
+    location: path,
+    close: async () => {
+      await store.close()
+      await dir.remove()
+    },
+  }
+}
+
+/** The test's own store, or a new one the server owns (and closes and deletes). */
+async function storeFor(options: TestServerOptions): Promise<{ store: Store; owned?: TestStore }> {
+  if (options.store !== undefined) return { store: options.store }
+  const owned = await openTestStore(options.dbPath)
+  return { store: owned.store, owned }
+}
+
+export async function startServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const { store, owned } = await storeFor(options)
+  const dbPath = owned?.location ?? options.dbPath ?? ''
+  await store.migrate()
+  const env = options.env ?? 'production'
+  const { key } = await issueApiKey(store.apiKeys, env, 'test')
+  const lifecycle = options.lifecycle ?? { draining: false }
+  const app = await buildApp({
+    config: { rateLimit: options.rateLimit ?? 0, corsOrigins: options.corsOrigins ?? [] },
+    store,
+    verify: createKeyVerifier({
+      env,
+      apiKeys: store.apiKeys,
+      bootstrapKeys: options.bootstrapKeys ?? [],
+    }),
+    ...(options.clock ? { clock: options.clock } : {}),
+    lifecycle,
+  })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const address = app.server.address()
+  if (address === null || typeof address === 'string') throw new Error('no TCP address')
+  const url = `http://127.0.0.1:${address.port}`
+  return {
+    url,
+    key,
+    store,
+    app,
+    dbPath,
+    lifecycle,
+    request(path, init = {}) {
+      const headers = new Headers(init.headers)
+      if (!headers.has('authorization')) headers.set('authorization', `Bearer ${key}`)
+      return fetch(url + path, { ...init, headers })
+    },
+    async close() {
+      await app.close()
+      await owned?.close()
+    },
+  }
+}
+
+/** POST a NewPet as JSON. */
+export function createPet(
+  server: TestServer,
+  body: unknown,
+  init: RequestInit = {},
+): Promise<Response> {
+  const headers = new Headers(init.headers)
+  headers.set('content-type', 'application/json')
+  return server.request('/v1/pets', {
+    ...init,
+    method: 'POST',
+    headers,
+    body: JSON.stringify(body),
+  })
+}
+
+export interface ErrorBodyShape {
+  code: string
+  message: string
+  status: number
+}
+
+/** Reads a response that must be an Error body whose status equals the HTTP status (D4). */
+export async function errorOf(response: Response): Promise<ErrorBodyShape> {
+  const type = response.headers.get('content-type') ?? ''
+  if (!type.startsWith('application/json')) {
+    throw new Error(`expected an application/json error, got ${type || 'no content type'}`)
+  }
+  const body = (await response.json()) as ErrorBodyShape
+  if (body.status !== response.status) {
+    throw new Error(`Error body status ${body.status} differs from HTTP ${response.status}`)
+  }
+  if (typeof body.code !== 'string' || typeof body.message !== 'string' || body.message === '') {
+    throw new Error(`not an Error body: ${JSON.stringify(body)}`)
+  }
+  return body
+}

@@ -1,0 +1,529 @@
+// Property-based black-box tests: random invalid bodies, query strings, petIds and
+// Authorization headers always get a 4xx Error body {code, message, status} whose status is the
+// HTTP status (D4), and never change the data. Generators filter out everything valid, with an
+// oracle written from the interface and DESIGN D5–D7, not from the service's code.
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import fc from 'fast-check'
+import { createPet, errorOf, startServer, type TestServer } from '../helpers/server.ts'
+import { listAll, MAX_ID, type Pet, postRaw, STATUSES } from './support.ts'
+
+const NUM_RUNS = 200
+const MAX_BIG = BigInt(MAX_ID)
+const KNOWN_PARAMS = new Set(['limit', 'status', 'cursor'])
+
+// ---- The oracle: what a valid request looks like (spec §2, §4; DESIGN D5, D6, D7) ----
+
+function isValidName(name: unknown): boolean {
+  if (typeof name !== 'string') return false
+  const length = [...name].length
+  return (
+    length >= 1 &&
+    length <= 200 &&
+    name.trim() !== '' &&
+    name.isWellFormed() &&
+    !/\p{Cc}/u.test(name)
+  )
+}
+
+function isValidNewPet(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
+  const keys = Object.keys(value)
+  if (!keys.every((key) => key === 'name' || key === 'categoryId' || key === 'status')) return false
+  const { name, categoryId, status } = value as Record<string, unknown>
+  return (
+    isValidName(name) &&
+    typeof categoryId === 'number' &&
+    Number.isSafeInteger(categoryId) &&
+    categoryId >= 1 &&
+    (!keys.includes('status') || (STATUSES as readonly unknown[]).includes(status))
+  )
+}
+
+/** Could this JSON text be accepted? (True also for texts the service refuses for their form.) */
+function mayBeValidBodyText(text: string): boolean {
+  try {
+    return isValidNewPet(JSON.parse(text))
+  } catch {
+    return false
+  }
+}
+
+/** A canonical decimal integer from `min` to 2^53 − 1. */
+function isCanonicalInteger(text: string, min: bigint): boolean {
+  return /^(0|[1-9][0-9]*)$/.test(text) && BigInt(text) >= min && BigInt(text) <= MAX_BIG
+}
+
+function isValidLimit(text: string): boolean {
+  return isCanonicalInteger(text, 1n) && BigInt(text) <= 100n
+}
+
+/** A cursor the service could take: an opaque token it issued, i.e. base64url JSON {after}. */
+function mayBeValidCursor(text: string): boolean {
+  if (text.length === 0 || text.length > 64) return false
+  try {
+    const after = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'))?.after
+    return Number.isSafeInteger(after) && after >= 0
+  } catch {
+    return false
+  }
+}
+
+function isValidListQuery(entries: [string, string][]): boolean {
+  const seen = new Set<string>()
+  for (const [key, value] of entries) {
+    if (!KNOWN_PARAMS.has(key) || seen.has(key)) return false
+    seen.add(key)
+    if (key === 'limit' && !isValidLimit(value)) return false
+    if (key === 'status' && !(STATUSES as readonly string[]).includes(value)) return false
+    if (key === 'cursor' && !mayBeValidCursor(value)) return false
+  }
+  return true
+}
+
+// ---- Generators ----
+
+const anyString = fc.oneof(
+  fc.string({ maxLength: 12 }),
+  fc.string({ unit: 'grapheme', maxLength: 12 }),
+  fc.string({ unit: 'binary', maxLength: 12 }),
+)
+
+const validName = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }).filter(isValidName)
+
+/** Names that are wrong in one of the ways D6 lists, or arbitrary JSON. */
+const nameish = fc.oneof(
+  validName,
+  anyString,
+  fc.constantFrom('', ' ', '\t', '\u3000', 'a\u0000', 'a\n', '\u007f', '\u0085x'),
+  fc.string({ unit: 'grapheme-ascii', minLength: 201, maxLength: 230 }),
+  fc.string({ unit: fc.constantFrom('🐶', '👨‍👩‍👧‍👦', 'é', '中'), minLength: 60, maxLength: 210 }),
+  fc.jsonValue({ maxDepth: 1 }),
+)
+
+const categoryIdish = fc.oneof(
+  fc.integer({ min: 1, max: 1000 }),
+  fc.integer(),
+  fc.maxSafeInteger(),
+  fc.double(),
+  fc.constantFrom(0, -1, 1.5, MAX_ID + 1, Number.MAX_VALUE),
+  anyString,
+  fc.jsonValue({ maxDepth: 1 }),
+)
+
+const statusish = fc.oneof(
+  fc.constantFrom(...STATUSES),
+  fc.constantFrom('Available', 'SOLD', '', ' pending', 'adopted'),
+  anyString,
+  fc.jsonValue({ maxDepth: 1 }),
+)
+
+/** Objects near a NewPet: each field may be missing or wrong, and extra fields may come. */
+const nearPet = fc
+  .tuple(
+    fc.record(
+      { name: nameish, categoryId: categoryIdish, status: statusish },
+      { requiredKeys: [] },
+    ),
+    fc.dictionary(
+      fc.oneof(fc.constantFrom('id', 'ID', 'Name', 'category_id', '__proto__', 'extra'), anyString),
+      fc.jsonValue({ maxDepth: 1 }),
+      { maxKeys: 2 },
+    ),
+  )
+  .map(([fields, extra]) => JSON.stringify({ ...extra, ...fields }))
+
+/** Integers written in a form D6 refuses, placed in an otherwise valid body. */
+const badNumberText = fc.oneof(
+  fc.bigInt({ min: MAX_BIG + 1n, max: 2n ** 80n }).map(String),
+  fc.bigInt({ min: -(2n ** 64n), max: 0n }).map(String),
+  fc
+    .integer({ min: 1, max: 10_000 })
+    .chain((n) =>
+      fc.constantFrom(`${n}.0`, `${n}e0`, `${n}E+0`, `${n}.000`, `${n * 10}e-1`, `${n}.0e0`),
+    ),
+)
+const bodyWithBadNumber = fc
+  .tuple(validName, badNumberText)
+  .map(([name, number]) => `{"name":${JSON.stringify(name)},"categoryId":${number}}`)
+
+/** Arbitrary text, and JSON with a piece cut out of it. */
+const rawText = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.string({ maxLength: 40 }),
+  fc
+    .tuple(fc.json({ maxDepth: 2 }), fc.nat(), fc.nat({ max: 3 }))
+    .map(
+      ([text, at, cut]) =>
+        text.slice(0, at % (text.length + 1)) + text.slice((at % (text.length + 1)) + cut),
+    ),
+)
+
+const invalidBodyText = fc
+  .oneof(
+    fc.jsonValue().map((value) => JSON.stringify(value)),
+    nearPet,
+    nearPet,
+    bodyWithBadNumber,
+    rawText,
+  )
+  .filter((text) => !mayBeValidBodyText(text))
+
+const badQueryEntry: fc.Arbitrary<[string, string]> = fc.oneof(
+  anyString
+    .filter((value) => !isValidLimit(value))
+    .map((value): [string, string] => ['limit', value]),
+  fc
+    .oneof(anyString, fc.constantFrom('Available', 'SOLD', 'available ', 'sold,pending'))
+    .filter((value) => !(STATUSES as readonly string[]).includes(value))
+    .map((value): [string, string] => ['status', value]),
+  anyString
+    .filter((value) => !mayBeValidCursor(value))
+    .map((value): [string, string] => ['cursor', value]),
+  fc
+    .tuple(
+      fc.oneof(
+        fc.constantFrom('offset', 'page', 'Limit', 'STATUS', 'limit[]', '__proto__', 'constructor'),
+        fc.string({ unit: 'grapheme', minLength: 1, maxLength: 10 }),
+      ),
+      anyString,
+    )
+    .filter(([key]) => !KNOWN_PARAMS.has(key)),
+  // A valid entry: invalid only when it repeats one of the others.
+  fc.integer({ min: 1, max: 100 }).map((n): [string, string] => ['limit', String(n)]),
+)
+
+const goodQueryEntry: fc.Arbitrary<[string, string]> = fc.oneof(
+  fc.integer({ min: 1, max: 100 }).map((n): [string, string] => ['limit', String(n)]),
+  fc.constantFrom(...STATUSES).map((status): [string, string] => ['status', status]),
+)
+
+/** Query strings for listPets with at least one wrong entry (bad value, unknown or repeated). */
+const invalidQuery = fc
+  .tuple(
+    fc.array(goodQueryEntry, { maxLength: 2 }),
+    fc.array(badQueryEntry, { minLength: 1, maxLength: 3 }),
+  )
+  .chain(([good, bad]) =>
+    fc.shuffledSubarray([...good, ...bad], { minLength: good.length + bad.length }),
+  )
+  .filter((entries) => !isValidListQuery(entries))
+  .map((entries) => new URLSearchParams(entries).toString())
+
+/** Path segments that are not a canonical positive integer up to 2^53 − 1. */
+const invalidPetId = fc
+  .oneof(
+    fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }),
+    fc.string({ minLength: 1, maxLength: 20 }),
+    fc.bigInt({ min: MAX_BIG + 1n, max: 2n ** 70n }).map(String),
+    fc.bigInt({ min: -(2n ** 63n), max: 0n }).map(String),
+    fc
+      .integer({ min: 1, max: 1_000_000 })
+      .chain((n) =>
+        fc.constantFrom(
+          `0${n}`,
+          `${n}.0`,
+          `+${n}`,
+          `${n}e0`,
+          ` ${n}`,
+          `${n} `,
+          `0x${n.toString(16)}`,
+          `${n}.5`,
+        ),
+      ),
+  )
+  .filter((id) => !isCanonicalInteger(id, 1n))
+  // fetch resolves dot segments, so these would not reach /v1/pets/{petId} at all.
+  .filter((id) => id !== '.' && id !== '..')
+
+const printableAscii = fc.string({ unit: 'grapheme-ascii', maxLength: 60 })
+
+/** Authorization values that are not `Bearer <the key>`. */
+function invalidAuthorization(key: string): fc.Arbitrary<string> {
+  const mutatedKey = fc.oneof(
+    fc.nat({ max: key.length - 1 }).map((i) => key.slice(0, i) + key.slice(i + 1)),
+    fc
+      .tuple(fc.nat({ max: key.length - 1 }), fc.constantFrom(...'abcXYZ019_-'))
+      .map(([i, c]) => key.slice(0, i) + c + key.slice(i + 1)),
+    printableAscii.map((suffix) => key + suffix),
+    fc.constant(key.toUpperCase()),
+    printableAscii,
+  )
+  const valid = new RegExp(`^bearer +${key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} *$`, 'i')
+  return (
+    fc
+      .oneof(
+        printableAscii,
+        fc
+          .tuple(
+            fc.constantFrom('Bearer ', 'bearer ', 'BEARER  ', 'Bearer', 'Bearer\t'),
+            mutatedKey,
+          )
+          .map(([s, k]) => s + k),
+        fc
+          .tuple(
+            fc.constantFrom('Basic ', 'Token ', 'Bearer: ', 'Bearer=', 'ApiKey ', ''),
+            fc.constant(key),
+          )
+          .map(([s, k]) => s + k),
+        fc.constant(`Bearer ${key} ${key}`),
+        fc.constant(`Bearer ${key}, Bearer ${key}`),
+      )
+      // fetch strips leading and trailing white space from a header value.
+      .filter((value) => !valid.test(value.trim()))
+  )
+}
+
+// ---- The properties ----
+
+/** Asserts an Error body with the HTTP status; returns it. */
+async function expectError(response: Response, status: number, code: string) {
+  assert.equal(response.status, status)
+  const error = await errorOf(response)
+  assert.equal(error.code, code)
+  assert.equal(error.status, response.status)
+  assert.deepEqual(Object.keys(error).sort(), ['code', 'message', 'status'])
+  return error
+}
+
+describe('property: invalid requests are refused with an Error body and change nothing', () => {
+  let server: TestServer
+  let existing: Pet
+
+  before(async () => {
+    server = await startServer()
+    for (const [i, status] of [...STATUSES, undefined].entries()) {
+      const response = await createPet(server, {
+        name: `seed ${i}`,
+        categoryId: i + 1,
+        ...(status ? { status } : {}),
+      })
+      assert.equal(response.status, 201)
+      existing = (await response.json()) as Pet
+    }
+  })
+  after(() => server.close())
+
+  /** Runs a property and checks the full list of pets is the same before and after. */
+  async function unchanged(run: () => Promise<void>) {
+    const before = await listAll(server)
+    assert.ok(before.length > 0)
+    await run()
+    assert.deepEqual(await listAll(server), before)
+  }
+
+  test('the oracle tells valid from invalid as D6 says', () => {
+    for (const valid of [
+      { name: 'Rex', categoryId: 1 },
+      { name: ' 🐶 ', categoryId: MAX_ID, status: 'sold' },
+      { name: '🐶'.repeat(200), categoryId: 2, status: 'pending' },
+    ]) {
+      assert.ok(isValidNewPet(valid), JSON.stringify(valid))
+    }
+    for (const invalid of [
+      null,
+      [],
+      { name: 'Rex' },
+      { name: '', categoryId: 1 },
+      { name: ' ', categoryId: 1 },
+      { name: 'a\n', categoryId: 1 },
+      { name: '\ud800', categoryId: 1 },
+      { name: 'a'.repeat(201), categoryId: 1 },
+      { name: 'Rex', categoryId: 0 },
+      { name: 'Rex', categoryId: 1.5 },
+      { name: 'Rex', categoryId: MAX_ID + 1 },
+      { name: 'Rex', categoryId: '1' },
+      { name: 'Rex', categoryId: 1, status: 'Sold' },
+      { name: 'Rex', categoryId: 1, id: 1 },
+    ]) {
+      assert.ok(!isValidNewPet(invalid), JSON.stringify(invalid))
+    }
+    assert.ok(
+      isValidListQuery([
+        ['limit', '5'],
+        ['status', 'sold'],
+      ]),
+    )
+    assert.ok(
+      !isValidListQuery([
+        ['limit', '5'],
+        ['limit', '5'],
+      ]),
+    )
+    assert.ok(!isValidListQuery([['limit', '05']]))
+    assert.ok(!isValidListQuery([['foo', '1']]))
+    // Every generator yields only invalid inputs (a sample, checked against the oracle).
+    for (const text of fc.sample(invalidBodyText, 300)) assert.ok(!mayBeValidBodyText(text), text)
+    for (const id of fc.sample(invalidPetId, 300)) assert.ok(!isCanonicalInteger(id, 1n), id)
+  })
+
+  test('random invalid JSON bodies → 400 invalid_request, nothing created', async () => {
+    await unchanged(() =>
+      fc.assert(
+        fc.asyncProperty(invalidBodyText, async (text) => {
+          const response = await postRaw(server, text)
+          await expectError(response, 400, 'invalid_request')
+          assert.equal(response.headers.get('location'), null)
+        }),
+        { numRuns: NUM_RUNS * 2 },
+      ),
+    )
+  })
+
+  test('a valid body under a Content-Type that is not JSON → 415, nothing created', async () => {
+    const mediaType = fc
+      .oneof(
+        // The types clients really send by mistake…
+        fc.constantFrom(
+          'text/plain',
+          'text/plain; charset=utf-8',
+          'TEXT/PLAIN',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data; boundary=x',
+          'application/octet-stream',
+          'application/xml',
+          'text/json',
+          'application/jsonx',
+          'application/problem+json',
+          'application/json-seq',
+        ),
+        // …and any other.
+        fc
+          .tuple(
+            fc.constantFrom('text', 'application', 'multipart', 'image', 'x-custom'),
+            fc.stringMatching(/^[a-z0-9][a-z0-9.+-]{0,15}$/),
+            fc.option(fc.constantFrom('; charset=utf-8', '; boundary=x', ';q=1'), { nil: '' }),
+          )
+          .map(([type, subtype, params]) => `${type}/${subtype}${params}`),
+      )
+      .filter((type) => type.split(';')[0]?.trim().toLowerCase() !== 'application/json')
+    const body = JSON.stringify({ name: 'Should not exist', categoryId: 1 })
+    await unchanged(() =>
+      fc.assert(
+        fc.asyncProperty(mediaType, async (type) => {
+          await expectError(await postRaw(server, body, type), 415, 'unsupported_media_type')
+        }),
+        { numRuns: NUM_RUNS },
+      ),
+    )
+  })
+
+  test('random invalid listPets query strings → 400 invalid_request', async () => {
+    await unchanged(() =>
+      fc.assert(
+        fc.asyncProperty(invalidQuery, async (query) => {
+          const response = await server.request(`/v1/pets?${query}`)
+          await expectError(response, 400, 'invalid_request')
+          assert.equal(response.headers.get('link'), null)
+        }),
+        { numRuns: NUM_RUNS },
+      ),
+    )
+  })
+
+  test('any unknown query parameter, even beside valid ones → 400 naming it', async () => {
+    const unknownKey = fc
+      .oneof(
+        fc.constantFrom('offset', 'page', 'Limit', 'STATUS', 'limit[]', '__proto__', 'constructor'),
+        fc.string({ unit: 'grapheme', minLength: 1, maxLength: 10 }),
+        fc.string({ minLength: 1, maxLength: 10 }),
+      )
+      .filter((key) => !KNOWN_PARAMS.has(key))
+    await unchanged(() =>
+      fc.assert(
+        fc.asyncProperty(
+          unknownKey,
+          anyString,
+          fc.uniqueArray(goodQueryEntry, { maxLength: 2, selector: ([key]) => key }),
+          async (key, value, good) => {
+            const query = new URLSearchParams([...good, [key, value]])
+            const response = await server.request(`/v1/pets?${query}`)
+            const error = await expectError(response, 400, 'invalid_request')
+            assert.ok(error.message.includes(key), `${error.message} names ${key}`)
+          },
+        ),
+        { numRuns: NUM_RUNS },
+      ),
+    )
+  })
+
+  test('random invalid petIds → 400 invalid_request', async () => {
+    await unchanged(() =>
+      fc.assert(
+        fc.asyncProperty(invalidPetId, async (id) => {
+          const response = await server.request(`/v1/pets/${encodeURIComponent(id)}`)
+          await expectError(response, 400, 'invalid_request')
+        }),
+        { numRuns: NUM_RUNS },
+      ),
+    )
+  })
+
+  test('random bad Authorization headers → 401 unauthorized on every operation, nothing created', async () => {
+    const operations: { method: string; path: string; body?: string }[] = [
+      { method: 'GET', path: '/v1/pets' },
+      { method: 'GET', path: '/v1/pets?limit=0' },
+      { method: 'GET', path: `/v1/pets/${existing.id}` },
+      { method: 'GET', path: '/v1/pets/abc' },
+      {
+        method: 'POST',
+        path: '/v1/pets',
+        body: JSON.stringify({ name: 'Intruder', categoryId: 1 }),
+      },
+      { method: 'POST', path: '/v1/pets', body: '{"broken' },
+    ]
+    await unchanged(() =>
+      fc.assert(
+        fc.asyncProperty(
+          invalidAuthorization(server.key),
+          fc.constantFrom(...operations),
+          async (authorization, { method, path, body }) => {
+            const response = await fetch(server.url + path, {
+              method,
+              headers: { authorization, 'content-type': 'application/json' },
+              ...(body === undefined ? {} : { body }),
+            })
+            await expectError(response, 401, 'unauthorized')
+            assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer realm="petstore"/)
+          },
+        ),
+        { numRuns: NUM_RUNS },
+      ),
+    )
+  })
+})
+
+describe('property: the oracle is not too strict (valid bodies are accepted)', () => {
+  let server: TestServer
+  before(async () => {
+    server = await startServer()
+  })
+  after(() => server.close())
+
+  test('random valid NewPets → 201, and they read back exactly', async () => {
+    const validPet = fc.record(
+      {
+        name: validName,
+        categoryId: fc.oneof(
+          fc.integer({ min: 1, max: 1000 }),
+          fc.integer({ min: 1, max: MAX_ID }),
+        ),
+        status: fc.constantFrom(...STATUSES),
+      },
+      { requiredKeys: ['name', 'categoryId'] },
+    )
+    const created: Pet[] = []
+    await fc.assert(
+      fc.asyncProperty(validPet, async (pet) => {
+        assert.ok(isValidNewPet(pet))
+        const response = await createPet(server, pet)
+        assert.equal(response.status, 201, JSON.stringify(pet))
+        const body = (await response.json()) as Pet
+        assert.deepEqual({ ...body, id: 0 }, { ...pet, id: 0 })
+        created.push(body)
+      }),
+      { numRuns: 100 },
+    )
+    assert.deepEqual(await listAll(server), created)
+  })
+})

@@ -1,0 +1,146 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { Client } from 'pg'
+import { openPostgresStore } from '../../src/store/postgres.ts'
+import { type Store, StoreUnavailableError } from '../../src/store/store.ts'
+import { createTestDatabase, postgresSkipReason, type TestDatabase } from '../helpers/postgres.ts'
+import { storeContract } from './contract.ts'
+
+const skip = await postgresSkipReason()
+
+const open = (url: string) => openPostgresStore({ url, poolSize: 5 })
+
+/** Runs `work` on a connection of its own to `url` (as an operator's psql would). */
+async function onDatabase<T>(url: string, work: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: url })
+  await client.connect()
+  try {
+    return await work(client)
+  } finally {
+    await client.end()
+  }
+}
+
+describe('postgres', { skip }, () => {
+  storeContract('postgres', async () => {
+    const db = await createTestDatabase()
+    return {
+      open: async () => open(db.url),
+      reopen: async () => open(db.url),
+      cleanup: db.drop,
+    }
+  })
+
+  describe('postgres store specifics', () => {
+    let db: TestDatabase
+    let store: Store
+
+    before(async () => {
+      db = await createTestDatabase()
+      store = open(db.url)
+      await store.migrate()
+    })
+    after(async () => {
+      await store.close()
+      await db.drop()
+    })
+
+    test('instances migrating at once apply each version once (advisory lock)', async () => {
+      const fresh = await createTestDatabase()
+      const stores = Array.from({ length: 4 }, () => open(fresh.url))
+      try {
+        const applied = await Promise.all(stores.map((s) => s.migrate()))
+        assert.deepEqual(applied.flat(), [1], 'exactly one migrate applied version 1')
+        const { rows } = await onDatabase(fresh.url, (client) =>
+          client.query('SELECT version FROM schema_migrations'),
+        )
+        assert.deepEqual(rows, [{ version: 1 }])
+      } finally {
+        await Promise.all(stores.map((s) => s.close()))
+        await fresh.drop()
+      }
+    })
+
+    test('an idle connection the server ends neither crashes the process nor the store', async () => {
+      await store.ping()
+      // 57P01 on the pool's idle connection: pg emits 'error' on the pool, which must be handled.
+      const { rows } = await onDatabase(db.url, (client) =>
+        client.query(
+          "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = $1 AND application_name = 'petstore'",
+          [db.name],
+        ),
+      )
+      assert.ok(rows.length > 0 && rows.every((row) => row.ended === true))
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      await store.ping()
+      assert.ok(await store.pets.create({ name: 'after', categoryId: 1 }))
+    })
+
+    test('the schema refuses what the contract refuses', async () => {
+      const bad = [
+        "INSERT INTO pets (name, category_id) VALUES ('x', 0)",
+        "INSERT INTO pets (name, category_id) VALUES ('x', 9007199254740992)",
+        "INSERT INTO pets (name, category_id, status) VALUES ('x', 1, 'lost')",
+        "INSERT INTO pets (id, name, category_id) VALUES (5, 'x', 1)",
+      ]
+      await onDatabase(db.url, async (client) => {
+        for (const sql of bad) await assert.rejects(client.query(sql), sql)
+      })
+    })
+
+    test('a filtered list is served by the (status, id) index', async () => {
+      const plan = await onDatabase(db.url, async (client) => {
+        // A near-empty table would be scanned whole; the planner must still be able to use it.
+        await client.query('SET enable_seqscan = off')
+        const { rows } = await client.query(
+          "EXPLAIN SELECT id FROM pets WHERE status = 'sold' AND id > 10 ORDER BY id LIMIT 21",
+        )
+        return rows.map((row) => row['QUERY PLAN']).join('\n')
+      })
+      assert.match(plan, /pets_status_id/)
+    })
+
+    test('ids come back as numbers, exactly, up to 2^53 - 1', async () => {
+      const created = await store.pets.create({ name: 'n', categoryId: Number.MAX_SAFE_INTEGER })
+      assert.equal(typeof created.id, 'number')
+      assert.equal((await store.pets.get(created.id))?.categoryId, Number.MAX_SAFE_INTEGER)
+      assert.equal(typeof (await store.apiKeys.countActive()), 'number')
+    })
+
+    test('an unreachable server rejects with StoreUnavailableError, quickly', async () => {
+      // Port 1 on loopback: nothing listens, so connecting is refused at once.
+      const down = openPostgresStore({ url: 'postgres://postgres@127.0.0.1:1/none', poolSize: 2 })
+      try {
+        const started = Date.now()
+        await assert.rejects(down.ping(), StoreUnavailableError)
+        await assert.rejects(down.pets.get(1), StoreUnavailableError)
+        await assert.rejects(down.pets.create({ name: 'x', categoryId: 1 }), StoreUnavailableError)
+        await assert.rejects(down.migrate(), StoreUnavailableError)
+        assert.ok(Date.now() - started < 5_000)
+      } finally {
+        await down.close()
+      }
+    })
+
+    test('a closed store rejects with StoreUnavailableError', async () => {
+      const closed = open(db.url)
+      await closed.close()
+      await assert.rejects(closed.ping(), StoreUnavailableError)
+      await assert.rejects(closed.pets.list({ limit: 1, afterId: 0 }), StoreUnavailableError)
+    })
+
+    test('a statement past the timeout is cancelled as unavailable, not left hanging', async () => {
+      // Hold a row lock so the store's UPDATE waits until the statement timeout (5 s) fires.
+      const key = await store.apiKeys.create({ id: 'key_lock', name: 'l', hint: 'h', hash: 'x' })
+      const waited = await onDatabase(db.url, async (client) => {
+        await client.query('BEGIN')
+        await client.query('SELECT * FROM api_keys WHERE id = $1 FOR UPDATE', [key.id])
+        const started = Date.now()
+        await assert.rejects(store.apiKeys.revoke(key.id), StoreUnavailableError)
+        await client.query('ROLLBACK')
+        return Date.now() - started
+      })
+      assert.ok(waited >= 4_000 && waited < 8_000, `gave up after ${waited} ms`)
+    })
+  })
+})
