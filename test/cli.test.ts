@@ -62,6 +62,59 @@ describe('petstore CLI', () => {
     assert.match((await runCli(['keys', 'list', '--json'], env)).stdout, /"revokedAt"/)
   })
 
+  test('backup copies the live database; a service on the copy has every pet and key', async () => {
+    const created = await runCli(['keys', 'create', '--name', 'backup check'], env)
+    const key = created.stdout.trim()
+    const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
+    const service = await startService(env)
+    const copy = join(dir.path, 'copy.db')
+    let made: { id: number; name: string }[]
+    try {
+      const create = async (i: number) => {
+        const response = await fetch(`${service.url}/v1/pets`, {
+          method: 'POST',
+          headers: auth,
+          body: JSON.stringify({ name: `backed up ${i}`, categoryId: 7 }),
+        })
+        assert.equal(response.status, 201)
+        return (await response.json()) as { id: number; name: string }
+      }
+      made = await Promise.all(Array.from({ length: 50 }, (_, i) => create(i)))
+      // Taken while the service has the file open, with more creates on their way.
+      const writing = Promise.all(Array.from({ length: 50 }, (_, i) => create(50 + i)))
+      const result = await runCli(['backup', copy], env)
+      await writing
+      assert.equal(result.code, 0, result.stderr)
+      assert.match(result.stdout, /^Backed up .* to .*copy\.db \(\d+ pages\)\.$/m)
+    } finally {
+      assert.equal(await service.stop(), 0)
+    }
+
+    const restored = await startService({ ...env, DATABASE_URL: `sqlite:${copy}` })
+    try {
+      for (const pet of made) {
+        const response = await fetch(`${restored.url}/v1/pets/${pet.id}`, { headers: auth })
+        assert.equal(response.status, 200, 'the key and every pet acknowledged before the backup')
+        assert.equal(((await response.json()) as { name: string }).name, pet.name)
+      }
+    } finally {
+      assert.equal(await restored.stop(), 0)
+    }
+
+    const again = await runCli(['backup', copy], env)
+    assert.equal(again.code, 1)
+    assert.match(again.stderr, /^petstore: backup failed: .*copy\.db exists already/)
+    const onPostgres = await runCli(['backup', join(dir.path, 'pg.db')], {
+      ...env,
+      DATABASE_URL: 'postgres://petstore@127.0.0.1:5432/petstore',
+    })
+    assert.equal(onPostgres.code, 1)
+    assert.match(onPostgres.stderr, /pg_dump/)
+    const noTarget = await runCli(['backup'], env)
+    assert.equal(noTarget.code, 2)
+    assert.match(noTarget.stderr, /Usage: petstore/)
+  })
+
   test('a staging service issues staging keys', async () => {
     const created = await runCli(['keys', 'create', '--name', 'stage'], {
       ...env,

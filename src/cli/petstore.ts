@@ -7,6 +7,7 @@ import { type Config, ConfigError, loadConfig } from '../config.ts'
 import { issueApiKey } from '../keys/issue.ts'
 import { serve } from '../server.ts'
 import { openStore } from '../store/open.ts'
+import { backupSqliteDatabase } from '../store/sqlite.ts'
 import type { Store } from '../store/store.ts'
 
 const USAGE = `Usage: petstore <command>
@@ -14,13 +15,18 @@ const USAGE = `Usage: petstore <command>
   serve [--workers N|auto]   start the HTTP service (applies pending migrations first);
                              --workers runs N processes on one port (auto: one per core)
   migrate                    apply pending database migrations, then exit
+  backup FILE                copy the SQLite database to FILE while the service runs
+                             (PostgreSQL: use pg_dump)
   keys create --name NAME    create an API key; it is printed once and never again
   keys list [--json]         list keys: id, name, hint, created, revoked
   keys revoke ID             revoke a key; requests with it get 401 from then on
 
 Configuration comes from the environment (DATABASE_URL, PETSTORE_ENV, …); see the README.`
 
+/** The command was called wrongly: the message and the usage text, exit code 2. */
 class UsageError extends Error {}
+/** The command was right but could not be carried out: one line, exit code 1. */
+class CommandError extends Error {}
 
 /** `serve [--workers N|auto]`: undefined without --workers (one process, no cluster). */
 function parseServeArgs(args: string[]): { workers: number | undefined } {
@@ -47,6 +53,27 @@ async function withStore<T>(
   } finally {
     await store.close()
   }
+}
+
+async function backupCommand(config: Config, args: string[]): Promise<void> {
+  const { positionals } = parseArgs({ args, allowPositionals: true })
+  const [target, ...extra] = positionals
+  if (target === undefined || extra.length > 0) {
+    throw new UsageError('backup needs one argument: the file to write the copy to')
+  }
+  if (config.database.engine !== 'sqlite') {
+    throw new CommandError(
+      'backup copies a SQLite database; for PostgreSQL use pg_dump (see the README)',
+    )
+  }
+  let pages: number
+  try {
+    pages = await backupSqliteDatabase(config.database.path, target)
+  } catch (err) {
+    // The cases the function refuses, and SQLite's own (a full disk, an unwritable folder).
+    throw new CommandError(`backup failed: ${err instanceof Error ? err.message : String(err)}`)
+  }
+  process.stdout.write(`Backed up ${config.database.path} to ${target} (${pages} pages).\n`)
 }
 
 async function keysCommand(config: Config, args: string[]): Promise<void> {
@@ -135,6 +162,9 @@ export async function main(argv: string[]): Promise<number> {
         )
         return 0
       }
+      case 'backup':
+        await backupCommand(config, rest)
+        return 0
       case 'keys':
         await keysCommand(config, rest)
         return 0
@@ -142,6 +172,10 @@ export async function main(argv: string[]): Promise<number> {
         throw new UsageError(`unknown command "${command}"`)
     }
   } catch (err) {
+    if (err instanceof CommandError) {
+      process.stderr.write(`petstore: ${err.message}\n`)
+      return 1
+    }
     if (err instanceof ConfigError) {
       process.stderr.write(`petstore: invalid configuration: ${err.message}\n`)
       return 1
