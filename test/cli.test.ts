@@ -123,6 +123,17 @@ describe('petstore CLI', () => {
     assert.match(created.stdout.trim(), /^petstore_staging_/)
   })
 
+  test('--help after any command prints the usage and exits 0; no command at all exits 2', async () => {
+    for (const args of [['--help'], ['help'], ['keys', '--help'], ['serve', '-h']]) {
+      const result = await runCli(args, env)
+      assert.equal(result.code, 0, args.join(' '))
+      assert.match(result.stdout, /^Usage: petstore/, args.join(' '))
+    }
+    const bare = await runCli([], env)
+    assert.equal(bare.code, 2)
+    assert.match(bare.stderr, /^Usage: petstore/)
+  })
+
   test('usage errors exit 2 with the usage text', async () => {
     const missing = await runCli(['keys', 'create'], env)
     assert.equal(missing.code, 2)

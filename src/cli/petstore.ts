@@ -140,9 +140,14 @@ async function keysCommand(config: Config, args: string[]): Promise<void> {
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+  if (command === undefined) {
+    process.stderr.write(`${USAGE}\n`)
+    return 2
+  }
+  // Help after any command too: `petstore keys --help` is what the first start suggests.
+  if (command === 'help' || argv.some((arg) => arg === '--help' || arg === '-h')) {
     process.stdout.write(`${USAGE}\n`)
-    return command === undefined ? 1 : 0
+    return 0
   }
   try {
     const config = loadConfig()
