@@ -1,5 +1,5 @@
-// The error catalog (DESIGN.md D4): every error the service sends has one of these codes,
-// the HTTP status listed beside it, and the body {code, message, status}.
+// The error catalog (D4 in docs/decisions.md): every error the service sends has one of these
+// codes, the HTTP status listed beside it, and the body {code, message, status}.
 // The OpenAPI document and the README list exactly these codes; a test keeps them in step.
 
 export const errorCatalog = {
