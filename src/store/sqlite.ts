@@ -9,7 +9,7 @@
 // instead (its own connection; the loop serving requests meanwhile) was measured and dropped:
 // no faster at 50 connections, 6–17% slower at 10, with the server on one core (the thread's
 // hand-offs cost more than the fsync wait they save; docs/benchmarks.md).
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync, linkSync, mkdirSync, rmSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { backup, DatabaseSync, type StatementSync } from 'node:sqlite'
 import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
@@ -93,8 +93,15 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
 
 /**
  * `petstore backup`: a consistent copy of a live database file through SQLite's online backup
- * API, so the service keeps serving (and writing) meanwhile. Refuses to overwrite a file.
- * Returns the number of pages copied.
+ * API, so the service keeps serving (and writing) meanwhile. Returns the number of pages copied.
+ *
+ * The whole file is copied in one step. In steps of a few pages (node:sqlite's default is 100),
+ * every write by the service between two steps restarts the copy: measured on a 160 MB file
+ * with a write every 5 ms, it had not finished after 120 s; in one step it took 0.8 s. In WAL
+ * mode the service's writes do not wait for the copy meanwhile.
+ *
+ * The copy is written under a temporary name and renamed when complete, so an interrupted
+ * backup never leaves a file that looks like a good one; an existing file is never overwritten.
  */
 export async function backupSqliteDatabase(sourcePath: string, targetPath: string) {
   if (sourcePath === ':memory:') throw new Error('an in-memory database has nothing to back up')
@@ -102,14 +109,25 @@ export async function backupSqliteDatabase(sourcePath: string, targetPath: strin
   if (resolve(sourcePath) === resolve(targetPath)) {
     throw new Error('the backup must go to another file than the database itself')
   }
+  if (!existsSync(dirname(targetPath))) {
+    throw new Error(`the folder ${dirname(targetPath)} does not exist`)
+  }
   if (existsSync(targetPath)) throw new Error(`${targetPath} exists already; choose a new file`)
+  const partial = `${targetPath}.partial-${process.pid}`
   const source = new DatabaseSync(sourcePath, { timeout: 5000 })
   try {
-    return await backup(source, targetPath)
+    const pages = await backup(source, partial, { rate: ALL_PAGES })
+    // A link, unlike a rename, fails if the target has appeared meanwhile.
+    linkSync(partial, targetPath)
+    return pages
   } finally {
     source.close()
+    rmSync(partial, { force: true })
   }
 }
+
+/** The largest step node:sqlite accepts (a positive int32): every page at once. */
+const ALL_PAGES = 2 ** 31 - 1
 
 class SqliteStore implements Store {
   readonly engine = 'sqlite'

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { stat } from 'node:fs/promises'
+import { readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
 import { test } from 'node:test'
-import { openSqliteStore } from '../../src/store/sqlite.ts'
+import { backupSqliteDatabase, openSqliteStore } from '../../src/store/sqlite.ts'
 import { tempDir } from '../helpers/server.ts'
 import { storeContract } from './contract.ts'
 
@@ -39,6 +40,64 @@ test('sqlite: the WAL stays bounded over many creates', async () => {
     const db = await stat(path)
     assert.ok(db.size > 1024 * 1024, 'the rows reached the main database file (checkpointed)')
   } finally {
+    await store.close()
+    await dir.remove()
+  }
+})
+
+// A backup taken in steps restarts whenever the service writes between two steps; under a
+// steady stream of writes such a backup never finishes. It must finish, and be consistent.
+test('sqlite: backup finishes under a steady stream of writes, into a consistent copy', {
+  // It takes about a second; a backup that keeps restarting would never end.
+  timeout: 60_000,
+}, async () => {
+  const dir = await tempDir()
+  const path = join(dir.path, 'live.db')
+  const store = openSqliteStore({ path })
+  let writing: NodeJS.Timeout | undefined
+  try {
+    await store.migrate()
+    // ~12 MB: a few thousand of SQLite's 4 KB pages, many 100-page steps.
+    for (let round = 0; round < 10; round++) {
+      await Promise.all(
+        Array.from({ length: 5000 }, (_, i) =>
+          store.pets.create({ name: `pet ${round}-${i} ${'x'.repeat(180)}`, categoryId: 1 }),
+        ),
+      )
+    }
+    const before = (await store.pets.list({ limit: 1, afterId: 49_999 })).pets[0]
+    assert.equal(before?.id, 50_000)
+    let writes = 0
+    writing = setInterval(() => {
+      writes += 1
+      void store.pets.create({ name: `during backup ${writes}`, categoryId: 2 })
+    }, 2)
+    const target = join(dir.path, 'copy.db')
+    const pages = await backupSqliteDatabase(path, target)
+    clearInterval(writing)
+    assert.ok(pages > 2000, `${pages} pages copied`)
+    assert.ok(writes > 0, 'writes went on while the backup ran')
+
+    const copy = new DatabaseSync(target, { readOnly: true })
+    try {
+      assert.equal(copy.prepare('PRAGMA integrity_check').get()?.integrity_check, 'ok')
+      const count = Number(copy.prepare('SELECT count(*) AS n FROM pets').get()?.n)
+      assert.ok(count >= 50_000, `the copy has every pet committed before it began (${count})`)
+    } finally {
+      copy.close()
+    }
+    assert.deepEqual(
+      (await readdir(dir.path)).filter((name) => name.includes('.partial-')),
+      [],
+      'no partial file is left behind',
+    )
+    await assert.rejects(backupSqliteDatabase(path, target), /exists already/)
+    await assert.rejects(
+      backupSqliteDatabase(path, join(dir.path, 'no such folder', 'copy.db')),
+      /does not exist/,
+    )
+  } finally {
+    clearInterval(writing)
     await store.close()
     await dir.remove()
   }
