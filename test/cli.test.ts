@@ -1,5 +1,6 @@
 // The `petstore` command as an operator runs it: a real process, a real SQLite file.
 import assert from 'node:assert/strict'
+import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { runCli, startService } from './helpers/process.ts'
@@ -141,6 +142,38 @@ describe('petstore CLI', () => {
     const unknown = await runCli(['frobnicate'], env)
     assert.equal(unknown.code, 2)
     assert.match(unknown.stderr, /Usage: petstore/)
+  })
+
+  test('a database that cannot be opened or reached stops the start with one line, exit 1', async () => {
+    const notADatabase = join(dir.path, 'not-a-database.db')
+    await writeFile(notADatabase, 'these bytes are not a SQLite database, not even its header')
+    for (const [url, expected] of [
+      [
+        `sqlite:${notADatabase}`,
+        /^petstore: cannot open the SQLite database .*\(file is not a database\)$/,
+      ],
+      [
+        'postgres://petstore@127.0.0.1:1/petstore',
+        /^petstore: the PostgreSQL database is unreachable \(.+\)$/,
+      ],
+    ] as const) {
+      for (const args of [['serve'], ['migrate'], ['serve', '--workers', '2']]) {
+        const result = await runCli(args, { ...env, DATABASE_URL: url })
+        assert.equal(result.code, 1, `${args.join(' ')} on ${url}`)
+        const lines = result.stderr.trim().split('\n')
+        assert.equal(lines.length, 1, result.stderr)
+        assert.match(lines[0] ?? '', expected)
+      }
+    }
+  })
+
+  test('--workers refuses an in-memory database, which its processes cannot share', async () => {
+    const result = await runCli(['serve', '--workers', '2'], {
+      ...env,
+      DATABASE_URL: 'sqlite::memory:',
+    })
+    assert.equal(result.code, 2)
+    assert.match(result.stderr, /^petstore: --workers needs a database its processes share/)
   })
 
   for (const [name, value, expected] of [

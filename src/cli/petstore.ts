@@ -8,7 +8,7 @@ import { issueApiKey } from '../keys/issue.ts'
 import { serve } from '../server.ts'
 import { openStore } from '../store/open.ts'
 import { backupSqliteDatabase } from '../store/sqlite.ts'
-import type { Store } from '../store/store.ts'
+import { type Store, StoreOpenError, StoreUnavailableError } from '../store/store.ts'
 
 const USAGE = `Usage: petstore <command>
 
@@ -138,6 +138,11 @@ async function keysCommand(config: Config, args: string[]): Promise<void> {
   }
 }
 
+/** The error's message and, where it has one, its cause's: the driver's or the system's words. */
+function withCause(err: Error): string {
+  return err.cause instanceof Error ? `${err.message} (${err.cause.message})` : err.message
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv
   if (command === undefined) {
@@ -154,6 +159,12 @@ export async function main(argv: string[]): Promise<number> {
     switch (command) {
       case 'serve': {
         const { workers } = parseServeArgs(rest)
+        const inMemory = config.database.engine === 'sqlite' && config.database.path === ':memory:'
+        if (workers !== undefined && inMemory) {
+          throw new UsageError(
+            '--workers needs a database its processes share; sqlite::memory: lives inside one process',
+          )
+        }
         if (workers === undefined) await serve(config)
         else await serveCluster(config, workers)
         return 0
@@ -177,6 +188,12 @@ export async function main(argv: string[]): Promise<number> {
         throw new UsageError(`unknown command "${command}"`)
     }
   } catch (err) {
+    // A database that cannot be opened or reached: the operator's to fix, so one line and
+    // exit 1 (a supervisor may retry), not a stack trace.
+    if (err instanceof StoreOpenError || err instanceof StoreUnavailableError) {
+      process.stderr.write(`petstore: ${withCause(err)}\n`)
+      return 1
+    }
     if (err instanceof CommandError) {
       process.stderr.write(`petstore: ${err.message}\n`)
       return 1

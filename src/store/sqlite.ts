@@ -22,6 +22,7 @@ import {
   type PetPage,
   type PetRepository,
   type Store,
+  StoreOpenError,
   StoreUnavailableError,
 } from './store.ts'
 
@@ -83,12 +84,16 @@ function toApiKey(row: ApiKeyRow): ApiKeyRecord {
 }
 
 export function openSqliteStore(options: SqliteStoreOptions): Store {
-  if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true })
-  // timeout: wait up to 5 s for a lock held by another process (the CLI, another instance).
-  const db = new DatabaseSync(options.path, { timeout: 5000 })
-  db.exec('PRAGMA journal_mode = WAL')
-  db.exec('PRAGMA synchronous = FULL')
-  return new SqliteStore(db)
+  try {
+    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true })
+    // timeout: wait up to 5 s for a lock held by another process (the CLI, another instance).
+    const db = new DatabaseSync(options.path, { timeout: 5000 })
+    db.exec('PRAGMA journal_mode = WAL')
+    db.exec('PRAGMA synchronous = FULL')
+    return new SqliteStore(db)
+  } catch (err) {
+    throw new StoreOpenError(`cannot open the SQLite database ${options.path}`, { cause: err })
+  }
 }
 
 /**

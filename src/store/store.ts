@@ -70,3 +70,8 @@ export interface Store {
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError'
 }
+
+/** The database cannot be opened at all (a path that cannot be made, a file that is no database). */
+export class StoreOpenError extends Error {
+  override name = 'StoreOpenError'
+}
