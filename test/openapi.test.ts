@@ -1,9 +1,9 @@
 // The published OpenAPI document: what the server serves is what docs/openapi.json holds, and the
-// document says what the interface (spec §4, §7) and the error catalog say.
+// document says what the interface (its operations and errors) and the error catalog say.
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
 import { after, before, describe, test } from 'node:test'
-import { errorCodes } from '../src/errors.ts'
+import { errorCatalog, errorCodes } from '../src/errors.ts'
 import { startServer, type TestServer } from './helpers/server.ts'
 
 interface Reference {
@@ -168,5 +168,17 @@ describe('components', () => {
 
   test('Error.code lists exactly the codes of src/errors.ts', () => {
     assert.deepStrictEqual(served.components.schemas.Error?.properties?.code?.enum, [...errorCodes])
+  })
+
+  test('the README lists exactly these codes, each with its status', async () => {
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+    const section = readme.slice(readme.indexOf('### Errors'), readme.indexOf('### Limits'))
+    const rows = [...section.matchAll(/^\| `([a-z_]+)` +\| (\d{3}) +\|/gm)].map(
+      ([, code, status]) => [code, Number(status)],
+    )
+    assert.deepStrictEqual(
+      rows,
+      errorCodes.map((code) => [code, errorCatalog[code].status]),
+    )
   })
 })

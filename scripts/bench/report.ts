@@ -1,4 +1,4 @@
-// The benchmark's report: its JSON shape, the Markdown tables, and the targets of issue 4.
+// The benchmark's report: its JSON shape, the Markdown tables, and the targets it is held to.
 import type { RunFigures } from './load.ts'
 
 export interface Round {
@@ -157,7 +157,7 @@ export function renderMarkdown(report: BenchReport): string {
   if (goals.length > 0) {
     lines.push(
       '',
-      'Targets (issue 4; 50 connections):',
+      'Targets (50 connections):',
       '',
       '| Target | Goal | Measured | Met |',
       '|---|---|---|---|',

@@ -1,7 +1,7 @@
 // Limits the interface leaves open ("not shown"), chosen here and published in the OpenAPI
 // document and the README. Each is used by the schemas and by the server; nothing repeats them.
 
-/** listPets page size (spec §8). */
+/** listPets page size, as the interface fixes it. */
 export const LIST_LIMIT = { minimum: 1, maximum: 100, default: 20 } as const
 
 /** Longest accepted `name`, in Unicode code points (D6). */
@@ -17,6 +17,6 @@ export const MAX_ID = Number.MAX_SAFE_INTEGER
 /** Largest request body in bytes (D6). A NewPet at the longest name fits several times over. */
 export const BODY_LIMIT_BYTES = 16 * 1024
 
-/** getPet: deprecated since the service's v1.0.0 release, removed at the sunset (spec §9, D7). */
+/** getPet: deprecated since the service's v1.0.0 release, removed at the sunset the interface sets (D7). */
 export const GET_PET_DEPRECATED_AT = new Date('2026-11-22T00:00:00Z')
 export const GET_PET_SUNSET_AT = new Date('2030-12-05T00:00:00Z')

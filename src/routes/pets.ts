@@ -1,4 +1,4 @@
-// The three operations of the interface (spec §4), each a schema and a short handler.
+// The interface's three operations (listPets, createPet, getPet), each a schema and a handler.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { GET_PET_DEPRECATED_AT, GET_PET_SUNSET_AT, LIST_LIMIT } from '../contract/limits.ts'
 import {

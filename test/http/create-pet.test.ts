@@ -1,6 +1,6 @@
-// createPet (POST /v1/pets), spec §4.2 and DESIGN D6: the 201, every way a body can be invalid
-// (and that nothing is stored then), media type and size limits, exact round trips of names and
-// int64 values, and concurrent creates. Black-box over HTTP against a listening server.
+// createPet (POST /v1/pets), as the interface and D6 define it: the 201, every way a body can be
+// invalid (and that nothing is stored then), media type and size limits, exact round trips of
+// names and int64 values, and concurrent creates. Black-box over HTTP against a listening server.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { createPet, errorOf, startServer, type TestServer } from '../helpers/server.ts'

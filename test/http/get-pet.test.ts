@@ -1,5 +1,5 @@
-// getPet (GET /v1/pets/{petId}), spec §4.3 and DESIGN D7: the pet, 404, petId validation, the
-// deprecation headers on every response, and 410 after the sunset (with an injected clock).
+// getPet (GET /v1/pets/{petId}), as the interface and D7 define it: the pet, 404, petId validation,
+// the deprecation headers on every response, and 410 after the sunset (with an injected clock).
 import assert from 'node:assert/strict'
 import { after, afterEach, before, describe, test } from 'node:test'
 import { createPet, errorOf, ManualClock, startServer, type TestServer } from '../helpers/server.ts'

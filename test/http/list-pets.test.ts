@@ -1,4 +1,4 @@
-// listPets (GET /v1/pets), spec §4.1 and DESIGN D5: limit, status filter, order, unknown
+// listPets (GET /v1/pets), as the interface and D5 define it: limit, status filter, order, unknown
 // parameters, and the Link: rel="next" cursor. Black-box over HTTP against a listening server.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'

@@ -1,7 +1,7 @@
 // Property-based black-box tests: random invalid bodies, query strings, petIds and
 // Authorization headers always get a 4xx Error body {code, message, status} whose status is the
 // HTTP status (D4), and never change the data. Generators filter out everything valid, with an
-// oracle written from the interface and DESIGN D5–D7, not from the service's code.
+// oracle written from the interface and D5–D7 (docs/decisions.md), not from the service's code.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import fc from 'fast-check'
@@ -12,7 +12,7 @@ const NUM_RUNS = 200
 const MAX_BIG = BigInt(MAX_ID)
 const KNOWN_PARAMS = new Set(['limit', 'status', 'cursor'])
 
-// ---- The oracle: what a valid request looks like (spec §2, §4; DESIGN D5, D6, D7) ----
+// ---- The oracle: what a valid request looks like (the interface; D5, D6, D7) ----
 
 function isValidName(name: unknown): boolean {
   if (typeof name !== 'string') return false
