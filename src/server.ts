@@ -6,7 +6,6 @@ import type { Config } from './config.ts'
 import { issueInitialKeyIfNone } from './keys/issue.ts'
 import { createKeyVerifier } from './keys/verifier.ts'
 import { MemoryWindowCounter, type WindowCounter } from './rate-limit/counter.ts'
-import { RedisWindowCounter, redactRedisUrl } from './rate-limit/redis.ts'
 import type { Lifecycle } from './routes/health.ts'
 import { openStore } from './store/open.ts'
 import type { Store } from './store/store.ts'
@@ -49,25 +48,32 @@ export async function prepareStore(
   return issueInitialKeyIfNone(store.apiKeys, config.env, config.apiKeys)
 }
 
-/** D12: shared through Redis when REDIS_URL is set (and a limit is), else counted in memory. */
-function rateLimitCounter(config: Pick<Config, 'redis' | 'rateLimit'>): WindowCounter {
-  return config.redis === undefined || config.rateLimit === 0
-    ? new MemoryWindowCounter()
-    : new RedisWindowCounter(config.redis)
-}
-
 type App = Awaited<ReturnType<typeof buildApp>>
 
-/** Says where counters live; waits briefly for Redis so that a normal start does not fail open. */
-async function reportRateLimitCounter(app: App, config: Config, counter: WindowCounter) {
-  if (!(counter instanceof RedisWindowCounter) || config.redis === undefined) return
-  const reachable = await counter.whenReady(1000)
-  app.log.info(
-    { redis: redactRedisUrl(config.redis.url), prefix: config.redis.prefix, reachable },
-    reachable
-      ? 'rate limits are counted in Redis, shared by every instance that uses it'
-      : 'rate limits are counted in Redis, which is not reachable yet: requests go through unlimited until it is',
-  )
+/**
+ * D12: counted in Redis when REDIS_URL is set (and a limit is), else in memory. The Redis client
+ * is loaded only then, like the PostgreSQL driver. `announce` says where counters live, once the
+ * app's logger exists; it waits briefly for Redis, so that a normal start does not fail open.
+ */
+async function rateLimitCounter(
+  config: Pick<Config, 'redis' | 'rateLimit'>,
+): Promise<{ counter: WindowCounter; announce(app: App): Promise<void> }> {
+  const { redis } = config
+  if (redis === undefined || config.rateLimit === 0) {
+    return { counter: new MemoryWindowCounter(), announce: async () => {} }
+  }
+  const { RedisWindowCounter, redactRedisUrl } = await import('./rate-limit/redis.ts')
+  const counter = new RedisWindowCounter(redis)
+  const announce = async (app: App) => {
+    const reachable = await counter.whenReady(1000)
+    app.log.info(
+      { redis: redactRedisUrl(redis.url), prefix: redis.prefix, reachable },
+      reachable
+        ? 'rate limits are counted in Redis, shared by every instance that uses it'
+        : 'rate limits are counted in Redis, which is not reachable yet: requests go through unlimited until it is',
+    )
+  }
+  return { counter, announce }
 }
 
 export interface Instance {
@@ -90,7 +96,7 @@ export async function startInstance(
   const store = await openStore(config.database)
   const initialKey = options.prepared ? undefined : await prepareStore(store, config)
   const lifecycle: Lifecycle = { draining: false }
-  const counter = rateLimitCounter(config)
+  const { counter, announce } = await rateLimitCounter(config)
   const app = await buildApp({
     config,
     store,
@@ -107,7 +113,7 @@ export async function startInstance(
     app.log.warn('no API key existed; created one and printed it once on stderr')
     announceInitialKey(initialKey)
   }
-  await reportRateLimitCounter(app, config, counter)
+  await announce(app)
 
   let closing: Promise<void> | undefined
   return {
