@@ -26,6 +26,18 @@ export interface Config {
   corsOrigins: readonly string[]
   /** Where instances share rate-limit counters (D12); undefined keeps them in this process. */
   redis: RedisSettings | undefined
+  /** What one client may hold of this process (D16). */
+  connections: ConnectionLimits
+}
+
+/** D16: bounds on connections, so that memory and time never depend on what a client does. */
+export interface ConnectionLimits {
+  /** Open connections past this are closed at once (PETSTORE_MAX_CONNECTIONS). */
+  maxConnections: number
+  /** A request's headers must arrive within this (PETSTORE_HEADERS_TIMEOUT_MS). */
+  headersTimeoutMs: number
+  /** A whole request, headers and body, must arrive within this (PETSTORE_REQUEST_TIMEOUT_MS). */
+  requestTimeoutMs: number
 }
 
 export interface RedisSettings {
@@ -51,6 +63,9 @@ export const configDefaults = {
   PETSTORE_RATE_LIMIT: '600',
   PETSTORE_REDIS_PREFIX: 'petstore:',
   LOG_LEVEL: 'info',
+  PETSTORE_MAX_CONNECTIONS: '4096',
+  PETSTORE_HEADERS_TIMEOUT_MS: '10000',
+  PETSTORE_REQUEST_TIMEOUT_MS: '30000',
 } as const
 
 function read(env: Env, name: keyof typeof configDefaults): string {
@@ -169,6 +184,36 @@ function parseRedis(env: Env): RedisSettings | undefined {
   return Object.freeze({ url: raw, prefix })
 }
 
+function parseConnectionLimits(env: Env): ConnectionLimits {
+  const limits = {
+    maxConnections: integer(
+      'PETSTORE_MAX_CONNECTIONS',
+      read(env, 'PETSTORE_MAX_CONNECTIONS'),
+      1,
+      1_000_000,
+    ),
+    headersTimeoutMs: integer(
+      'PETSTORE_HEADERS_TIMEOUT_MS',
+      read(env, 'PETSTORE_HEADERS_TIMEOUT_MS'),
+      100,
+      3_600_000,
+    ),
+    requestTimeoutMs: integer(
+      'PETSTORE_REQUEST_TIMEOUT_MS',
+      read(env, 'PETSTORE_REQUEST_TIMEOUT_MS'),
+      100,
+      3_600_000,
+    ),
+  }
+  // The headers are part of the request, so their deadline cannot be the later one.
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    throw new ConfigError(
+      `PETSTORE_HEADERS_TIMEOUT_MS (${limits.headersTimeoutMs}) must not exceed PETSTORE_REQUEST_TIMEOUT_MS (${limits.requestTimeoutMs})`,
+    )
+  }
+  return Object.freeze(limits)
+}
+
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const deployment = oneOf('PETSTORE_ENV', read(env, 'PETSTORE_ENV'), ['production', 'staging'])
   return Object.freeze({
@@ -181,5 +226,6 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     logLevel: oneOf('LOG_LEVEL', read(env, 'LOG_LEVEL'), LOG_LEVELS),
     corsOrigins: Object.freeze(parseOrigins(env)),
     redis: parseRedis(env),
+    connections: parseConnectionLimits(env),
   })
 }
