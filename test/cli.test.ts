@@ -4,6 +4,7 @@ import { readFile, writeFile } from 'node:fs/promises'
 import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import { parseApiKey } from '../src/keys/api-key.ts'
 import { runCli, startService } from './helpers/process.ts'
 import { tempDir } from './helpers/server.ts'
 
@@ -293,6 +294,16 @@ describe('petstore CLI', () => {
     } finally {
       taken.close()
     }
+  })
+
+  test("the README's example keys and key IDs have the format the CLI makes", async () => {
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+    const keys = readme.match(/petstore_(live|staging)_[0-9A-Za-z]+/g) ?? []
+    assert.ok(keys.length > 0)
+    for (const key of keys) assert.equal(parseApiKey(key).kind, 'structured', key)
+    const ids = readme.match(/\bkey_[0-9A-Za-z]+/g) ?? []
+    assert.ok(ids.length > 0)
+    for (const id of ids) assert.match(id, /^key_[0-9A-Za-z]{12}$/)
   })
 
   for (const [name, value, expected] of [
