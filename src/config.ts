@@ -1,5 +1,6 @@
 // Configuration (D9): read from the environment once, validated, frozen. Nothing else in the
 // code reads process.env. A bad value stops the start with one line naming the variable.
+import { isIP } from 'node:net'
 import { parseApiKey } from './keys/api-key.ts'
 
 export type DeploymentEnv = 'production' | 'staging'
@@ -78,6 +79,28 @@ function integer(name: string, raw: string, min: number, max: number): number {
     throw new ConfigError(`${name} must be an integer from ${min} to ${max} (got "${raw}")`)
   }
   return Number(raw)
+}
+
+/**
+ * HOST: an IPv4 or IPv6 literal (`::1`, without brackets) or a host name per RFC 1123 §2.1
+ * (dot-separated labels of 1–63 letters, digits and inner hyphens, 253 characters at most).
+ * A name whose last label is all digits is refused, as §2.1 says: it is a mistyped IPv4 address
+ * (`127.0.0.256`), not a name. Whether it is an address of this machine is learnt at listen.
+ */
+function host(raw: string): string {
+  if (isIP(raw) !== 0) return raw
+  const name = raw.replace(/\.$/, '') // a fully qualified name may end in a dot
+  const labels = name.split('.')
+  const isName =
+    name.length <= 253 &&
+    labels.every((label) => /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(label)) &&
+    !/^\d+$/.test(labels.at(-1) ?? '')
+  if (!isName) {
+    throw new ConfigError(
+      `HOST must be an IP address (0.0.0.0, ::, 127.0.0.1) or a host name (got ${JSON.stringify(raw)})`,
+    )
+  }
+  return raw
 }
 
 function oneOf<T extends string>(name: string, raw: string, allowed: readonly T[]): T {
@@ -218,7 +241,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   const deployment = oneOf('PETSTORE_ENV', read(env, 'PETSTORE_ENV'), ['production', 'staging'])
   return Object.freeze({
     port: integer('PORT', read(env, 'PORT'), 0, 65535),
-    host: read(env, 'HOST'),
+    host: host(read(env, 'HOST')),
     database: parseDatabase(env),
     env: deployment,
     apiKeys: Object.freeze(parseApiKeys(env, deployment)),
