@@ -59,19 +59,22 @@ export interface Exchange {
 }
 
 /**
- * Sends `bytes` on a new connection and reads until the server closes it or `waitMs` passes
- * (then closes it from this side), and returns every response received.
+ * Sends `bytes` (in the pieces given, each its own write) on a new connection and reads until
+ * the server closes it or `waitMs` passes (then closes it from this side), and returns every
+ * response received. With `end`, this side says it has sent everything (a TCP half-close).
  */
 export async function exchange(
   url: string,
-  bytes: string | Buffer,
+  bytes: string | Buffer | (string | Buffer)[],
   waitMs = 3000,
+  { end = false } = {},
 ): Promise<Exchange> {
   const socket = await openSocket(url)
   const chunks: Buffer[] = []
   socket.on('data', (chunk: Buffer) => chunks.push(chunk))
   socket.on('error', () => {})
-  socket.write(bytes)
+  for (const piece of Array.isArray(bytes) ? bytes : [bytes]) socket.write(piece)
+  if (end) socket.end()
   const closedByServer = await Promise.race([
     once(socket, 'close').then(() => true),
     new Promise<false>((resolve) => setTimeout(resolve, waitMs, false)),
