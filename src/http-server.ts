@@ -240,11 +240,14 @@ class Connection {
     }
     const [req, res] = next
     this.#active = req
-    res.once('close', () => {
-      this.#active = undefined
-      this.#next()
-    })
+    res.once('close', this.#answered)
     this.#handler(req, res)
+  }
+
+  /** The active request's response is sent (or its connection gone): on to the next. */
+  readonly #answered = (): void => {
+    this.#active = undefined
+    this.#next()
   }
 
   #writeLast(): void {
