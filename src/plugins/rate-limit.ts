@@ -13,8 +13,8 @@
 import fp from 'fastify-plugin'
 import type { Clock } from '../clock.ts'
 import { ApiError } from '../errors.ts'
+import { OutageLog, type OutageMessages } from '../outage-log.ts'
 import type { WindowCounter } from '../rate-limit/counter.ts'
-import { type OutageMessages, OutageLog } from '../outage-log.ts'
 
 export interface RateLimitOptions {
   /** Requests per window per key; 0 turns the limit off. */
@@ -27,8 +27,7 @@ export interface RateLimitOptions {
 /** How an outage of the counter reads in the log: requests go through unlimited meanwhile. */
 export const COUNTER_OUTAGE: OutageMessages = {
   level: 'warn',
-  started:
-    'rate limit counter unreachable; requests are let through without a limit (fail open)',
+  started: 'rate limit counter unreachable; requests are let through without a limit (fail open)',
   continuing: 'rate limit counter still unreachable; requests are let through without a limit',
   ended: 'rate limit counter reachable again; limits apply again',
   countField: 'requestsLetThrough',
