@@ -79,9 +79,12 @@ describe('a SQLite write lock held by another process', () => {
       const create = createPet(server, { name: 'waited for the lock', categoryId: 1 })
 
       const healthz: number[] = []
+      // More creates join the queue while it waits; each is committed once, after the lock.
+      const later: Promise<Response>[] = []
       let reads = 0
       const until = Date.now() + 2000
       while (Date.now() < until) {
+        later.push(createPet(server, { name: `queued ${later.length}`, categoryId: 2 }))
         const probe = await timedGet(`${server.url}/healthz`)
         assert.equal(probe.status, 200)
         healthz.push(probe.ms)
@@ -106,6 +109,11 @@ describe('a SQLite write lock held by another process', () => {
       assert.deepEqual(await petsNamed(server, 'waited for the lock'), [
         { id: pet.id, name: 'waited for the lock', categoryId: 1 },
       ])
+      const queued = await Promise.all(later)
+      assert.deepEqual(new Set(queued.map((r) => r.status)), new Set([201]))
+      for (let i = 0; i < queued.length; i++) {
+        assert.equal((await petsNamed(server, `queued ${i}`)).length, 1, `queued ${i} stored once`)
+      }
     } finally {
       await server.close()
       await store.close()
