@@ -108,7 +108,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     db.exec('PRAGMA journal_mode = WAL')
     db.exec('PRAGMA synchronous = FULL')
     db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
-    return new SqliteStore(db, new Writes(options.lockTimeoutMs ?? LOCK_TIMEOUT_MS))
+    return new SqliteStore(db, new Attempts(options.lockTimeoutMs ?? LOCK_TIMEOUT_MS))
   } catch (err) {
     throw new StoreOpenError(`cannot open the SQLite database ${options.path}`, { cause: err })
   }
@@ -157,11 +157,11 @@ export async function backupSqliteDatabase(sourcePath: string, targetPath: strin
 const ALL_PAGES = 2 ** 31 - 1
 
 /**
- * What every write goes through, shared by the store and its repositories: the lock is waited
- * for on timers, failures are sorted and reported once (outages.ts), and the last failure is
- * kept while writes fail, for readiness.
+ * What every statement goes through, shared by the store and its repositories: the lock is
+ * waited for on timers, failures are sorted and reported once (outages.ts), and the last failure
+ * is kept while writes fail, for readiness.
  */
-class Writes {
+class Attempts {
   readonly lockTimeoutMs: number
   readonly outages = new StoreOutages()
   /** Set while writes fail (the last failure); cleared by the next write that commits. */
@@ -172,7 +172,7 @@ class Writes {
   }
 
   /** Runs one write (a statement or a whole transaction) with retries while locked. */
-  async run<T>(attempt: () => T, timeoutMs = this.lockTimeoutMs): Promise<T> {
+  async write<T>(attempt: () => T, timeoutMs = this.lockTimeoutMs): Promise<T> {
     let result: T
     try {
       result = await retryWhileBusy(attempt, timeoutMs)
@@ -224,37 +224,37 @@ class Writes {
 class SqliteStore implements Store {
   readonly engine = 'sqlite'
   readonly #db: DatabaseSync
-  readonly #writes: Writes
+  readonly #attempts: Attempts
   #pets: SqlitePetRepository | undefined
   #apiKeys: SqliteApiKeyRepository | undefined
   #probe: StatementSync | undefined
 
-  constructor(db: DatabaseSync, writes: Writes) {
+  constructor(db: DatabaseSync, attempts: Attempts) {
     this.#db = db
-    this.#writes = writes
+    this.#attempts = attempts
   }
 
   // Repositories prepare their statements against the migrated schema, so they are built on
   // first use, after migrate().
   get pets(): SqlitePetRepository {
-    this.#pets ??= new SqlitePetRepository(this.#db, this.#writes)
+    this.#pets ??= new SqlitePetRepository(this.#db, this.#attempts)
     return this.#pets
   }
 
   get apiKeys(): SqliteApiKeyRepository {
-    this.#apiKeys ??= new SqliteApiKeyRepository(this.#db, this.#writes)
+    this.#apiKeys ??= new SqliteApiKeyRepository(this.#db, this.#attempts)
     return this.#apiKeys
   }
 
   reportOutagesTo(log: OutageLogger): void {
-    this.#writes.outages.logTo(log)
+    this.#attempts.outages.logTo(log)
   }
 
   async migrate(): Promise<number[]> {
     const db = this.#db
     // IMMEDIATE takes the write lock first, so two processes starting together apply each
     // migration once: the second waits (on timers), then sees it applied.
-    return this.#writes.run(() => {
+    return this.#attempts.write(() => {
       db.exec('BEGIN IMMEDIATE')
       try {
         db.exec(
@@ -291,7 +291,7 @@ class SqliteStore implements Store {
    * the outage.
    */
   async ping(): Promise<void> {
-    if (this.#writes.failing === undefined) {
+    if (this.#attempts.failing === undefined) {
       this.#db.prepare('SELECT 1').get()
       return
     }
@@ -299,7 +299,7 @@ class SqliteStore implements Store {
       `UPDATE write_probe SET written_at = ?, headroom = zeroblob(${PROBE_HEADROOM_BYTES}) WHERE id = 1`,
     )
     const probe = this.#probe
-    await this.#writes.run(() => probe.run(new Date().toISOString()), PROBE_TIMEOUT_MS)
+    await this.#attempts.write(() => probe.run(new Date().toISOString()), PROBE_TIMEOUT_MS)
   }
 
   async close(): Promise<void> {
@@ -319,7 +319,7 @@ interface PendingCreate {
 
 class SqlitePetRepository implements PetRepository {
   readonly #db: DatabaseSync
-  readonly #writes: Writes
+  readonly #attempts: Attempts
   readonly #insert: StatementSync
   readonly #get: StatementSync
   readonly #list: StatementSync
@@ -329,9 +329,9 @@ class SqlitePetRepository implements PetRepository {
   #backoff: Backoff | undefined
   #retry: NodeJS.Timeout | undefined
 
-  constructor(db: DatabaseSync, writes: Writes) {
+  constructor(db: DatabaseSync, attempts: Attempts) {
     this.#db = db
-    this.#writes = writes
+    this.#attempts = attempts
     this.#insert = db.prepare('INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)')
     this.#get = preparePetQuery(db, `SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`)
     this.#list = preparePetQuery(
@@ -346,7 +346,7 @@ class SqlitePetRepository implements PetRepository {
 
   create(pet: NewPet): Promise<Pet> {
     return new Promise((resolve, reject) => {
-      const deadline = Date.now() + this.#writes.lockTimeoutMs
+      const deadline = Date.now() + this.#attempts.lockTimeoutMs
       this.#pending.push({ pet, deadline, resolve, reject })
       // The first create of a turn schedules the commit; the rest of the turn joins it. While
       // the queue waits for a lock, a try is already scheduled and new creates join it too.
@@ -370,8 +370,12 @@ class SqlitePetRepository implements PetRepository {
       // could find it taken only at the first insert.
       db.exec('BEGIN IMMEDIATE')
     } catch (err) {
-      if (isBusy(err)) this.#waitForLock(err)
-      else this.#fail(batch.splice(0), err)
+      if (isBusy(err)) {
+        this.#waitForLock(err)
+      } else {
+        this.#backoff = undefined
+        this.#fail(batch.splice(0), err)
+      }
       return
     }
     this.#pending = []
@@ -390,7 +394,7 @@ class SqlitePetRepository implements PetRepository {
       this.#fail(batch, err)
       return
     }
-    this.#writes.committed()
+    this.#attempts.committed()
     batch.forEach(({ resolve }, i) => {
       resolve(created[i] as Pet)
     })
@@ -405,8 +409,11 @@ class SqlitePetRepository implements PetRepository {
   #waitForLock(busy: unknown): void {
     const now = Date.now()
     // Deadlines follow queue order: every create waits lockTimeoutMs from when it was queued.
-    const expired = this.#pending.findIndex((create) => create.deadline > now)
-    const gaveUp = this.#pending.splice(0, expired === -1 ? this.#pending.length : expired)
+    const stillWaiting = this.#pending.findIndex((create) => create.deadline > now)
+    const gaveUp = this.#pending.splice(
+      0,
+      stillWaiting === -1 ? this.#pending.length : stillWaiting,
+    )
     if (gaveUp.length > 0) this.#fail(gaveUp, lockedError(busy))
     const next = this.#pending[0]
     if (next === undefined) {
@@ -419,18 +426,20 @@ class SqlitePetRepository implements PetRepository {
   }
 
   #fail(batch: PendingCreate[], err: unknown): void {
-    const failure = this.#writes.failed(err, batch.length)
+    const failure = this.#attempts.failed(err, batch.length)
     for (const { reject } of batch) reject(failure)
   }
 
   async get(id: number): Promise<Pet | undefined> {
-    const row = (await this.#writes.read(() => this.#get.get(id))) as unknown as PetRow | undefined
+    const row = (await this.#attempts.read(() => this.#get.get(id))) as unknown as
+      | PetRow
+      | undefined
     return row && toPet(row)
   }
 
   async list({ limit, status, afterId }: ListPetsQuery): Promise<PetPage> {
     // One row more than asked tells whether another page follows.
-    const rows = (await this.#writes.read(() =>
+    const rows = (await this.#attempts.read(() =>
       status === undefined
         ? this.#list.all(afterId, limit + 1)
         : this.#listByStatus.all(status, afterId, limit + 1),
@@ -441,15 +450,15 @@ class SqlitePetRepository implements PetRepository {
 }
 
 class SqliteApiKeyRepository implements ApiKeyRepository {
-  readonly #writes: Writes
+  readonly #attempts: Attempts
   readonly #insert: StatementSync
   readonly #findActive: StatementSync
   readonly #list: StatementSync
   readonly #revoke: StatementSync
   readonly #countActive: StatementSync
 
-  constructor(db: DatabaseSync, writes: Writes) {
-    this.#writes = writes
+  constructor(db: DatabaseSync, attempts: Attempts) {
+    this.#attempts = attempts
     this.#insert = db.prepare(
       'INSERT INTO api_keys (id, name, hint, hash, created_at) VALUES (?, ?, ?, ?, ?)',
     )
@@ -465,29 +474,29 @@ class SqliteApiKeyRepository implements ApiKeyRepository {
 
   async create(key: NewApiKeyRecord): Promise<ApiKeyRecord> {
     const createdAt = new Date()
-    await this.#writes.run(() =>
+    await this.#attempts.write(() =>
       this.#insert.run(key.id, key.name, key.hint, key.hash, createdAt.toISOString()),
     )
     return { id: key.id, name: key.name, hint: key.hint, createdAt }
   }
 
   async findActiveByHash(hash: string): Promise<string | undefined> {
-    const row = await this.#writes.read(() => this.#findActive.get(hash))
+    const row = await this.#attempts.read(() => this.#findActive.get(hash))
     return row === undefined ? undefined : String(row.id)
   }
 
   async list(): Promise<ApiKeyRecord[]> {
-    const rows = await this.#writes.read(() => this.#list.all())
+    const rows = await this.#attempts.read(() => this.#list.all())
     return (rows as unknown as ApiKeyRow[]).map(toApiKey)
   }
 
   async revoke(id: string): Promise<boolean> {
     const revokedAt = new Date().toISOString()
-    const { changes } = await this.#writes.run(() => this.#revoke.run(revokedAt, id))
+    const { changes } = await this.#attempts.write(() => this.#revoke.run(revokedAt, id))
     return Number(changes) > 0
   }
 
   async countActive(): Promise<number> {
-    return Number((await this.#writes.read(() => this.#countActive.get()))?.n)
+    return Number((await this.#attempts.read(() => this.#countActive.get()))?.n)
   }
 }

@@ -96,10 +96,13 @@ describe('a SQLite write lock held by another process', () => {
         await sleep(50)
       }
       assert.ok(reads > 5, `${reads} rounds of reads while the lock was held`)
-      const slowest = Math.max(...healthz)
+      // A blocked event loop delays every probe made while it waits (each took about 5 s
+      // before). A busy machine delays one request now and then with no lock at all (measured:
+      // 1 probe in 400 over 100 ms, at a load of 6.7 on 2 cores), so one such probe is let pass.
+      const slow = healthz.filter((ms) => ms >= HEALTHZ_WITHIN_MS)
       assert.ok(
-        slowest < HEALTHZ_WITHIN_MS,
-        `/healthz took ${Math.round(slowest)} ms while a create waited for the lock`,
+        slow.length <= 1 && Math.max(...healthz) < 5 * HEALTHZ_WITHIN_MS,
+        `/healthz took ${healthz.map(Math.round).join(', ')} ms while a create waited for the lock`,
       )
 
       const response = await create
