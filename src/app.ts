@@ -59,6 +59,9 @@ export async function buildApp(parts: AppParts) {
     frameworkErrors: frameworkErrors(await securityHeaders()),
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  // D16: the store says once in this log when the database fails and when it works again.
+  store.reportOutagesTo?.(app.log)
+
   const rejectOtherMethods = methodNotAllowed(app)
   for (const schema of sharedSchemas) app.addSchema(schema)
 
