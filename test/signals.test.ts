@@ -61,6 +61,16 @@ const CASES: Case[] = [
   { ...NPM_START, signal: 'SIGINT', to: 'pid', exit: { code: 0 }, waits: true },
   { ...NPM_START, signal: 'SIGTERM', to: 'group', exit: { code: 0 }, waits: true },
   { ...NPM_START, signal: 'SIGINT', to: 'group', exit: { code: 0 }, waits: true },
+  // The primary and each worker get the group's signal, and the primary npm's copy too.
+  {
+    command: 'npm start -- --workers 2',
+    file: 'npm',
+    args: ['start', '--', '--workers', '2'],
+    signal: 'SIGINT',
+    to: 'group',
+    exit: { code: 0 },
+    waits: true,
+  },
   { ...NPX, signal: 'SIGTERM', to: 'pid', exit: { signal: 'SIGTERM' }, waits: false },
   { ...NPX, signal: 'SIGINT', to: 'group', exit: { signal: 'SIGINT' }, waits: true },
 ]
