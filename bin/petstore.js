@@ -19,4 +19,7 @@ if (args[0] === 'serve') {
 }
 const { main } = await import('../src/cli/petstore.ts')
 const code = await main(args)
-if (code !== 0) process.exitCode = code
+// A command that failed ends here. A serve that could not listen has started parts (an open
+// store, shutdown handlers that would exit 0 once the event loop empties, a cluster worker's
+// channel to its primary) that would otherwise keep the process alive or change its exit code.
+if (code !== 0) process.exit(code)

@@ -3,23 +3,15 @@
 import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.ts'
 import type { Config } from './config.ts'
+import { httpServerParts, logDroppedConnections } from './http-server.ts'
 import { issueInitialKeyIfNone } from './keys/issue.ts'
 import { createKeyVerifier } from './keys/verifier.ts'
+import { loggerOptions } from './logging.ts'
+import { securityHeaders } from './plugins/security.ts'
 import { MemoryWindowCounter, type WindowCounter } from './rate-limit/counter.ts'
 import type { Lifecycle } from './routes/health.ts'
 import { openStore } from './store/open.ts'
 import type { Store } from './store/store.ts'
-
-/** JSON logs (pino); credentials never reach them (D8). */
-export function loggerOptions(config: Pick<Config, 'logLevel'>) {
-  return {
-    level: config.logLevel,
-    redact: {
-      paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization'],
-      censor: '[redacted]',
-    },
-  }
-}
 
 export function announceInitialKey(key: string): void {
   process.stderr.write(
@@ -108,7 +100,9 @@ export async function startInstance(
     rateLimitCounter: counter,
     lifecycle,
     logger: loggerOptions(config),
+    http: httpServerParts(config.connections, await securityHeaders()),
   })
+  logDroppedConnections(app.server, app.log)
   if (initialKey !== undefined) {
     app.log.warn('no API key existed; created one and printed it once on stderr')
     announceInitialKey(initialKey)
