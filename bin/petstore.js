@@ -10,8 +10,15 @@ if (major < 24) {
   )
   process.exit(1)
 }
+const args = process.argv.slice(2)
+// D11 in the process the operator started, before anything listens for a signal: a signal npm
+// also passes on counts once, and under npm the server does not outlive its launcher.
+if (args[0] === 'serve') {
+  const { handleOperatorSignals } = await import('../src/cli/signals.ts')
+  handleOperatorSignals()
+}
 const { main } = await import('../src/cli/petstore.ts')
-const code = await main(process.argv.slice(2))
+const code = await main(args)
 // A command that failed ends here. A serve that could not listen has started parts (an open
 // store, shutdown handlers that would exit 0 once the event loop empties, a cluster worker's
 // channel to its primary) that would otherwise keep the process alive or change its exit code.
