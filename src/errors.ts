@@ -20,7 +20,10 @@ export const errorCatalog = {
   gone: { status: 410, summary: 'The operation was removed at its sunset date.' },
   payload_too_large: { status: 413, summary: 'The request body is larger than the limit.' },
   uri_too_long: { status: 414, summary: 'The request target (path and query) is too long.' },
-  unsupported_media_type: { status: 415, summary: 'The request body is not `application/json`.' },
+  unsupported_media_type: {
+    status: 415,
+    summary: 'The request body is not `application/json`, or its `charset` is not UTF-8.',
+  },
   rate_limited: {
     status: 429,
     summary: 'The key has used its request budget for this window; see `Retry-After`.',
