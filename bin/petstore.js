@@ -11,11 +11,11 @@ if (major < 24) {
   process.exit(1)
 }
 const args = process.argv.slice(2)
-// D11 in the process the operator started, before anything listens for a signal: a signal npm
-// also passes on counts once, and under npm the server does not outlive its launcher.
-if (args[0] === 'serve') {
-  const { handleOperatorSignals } = await import('../src/cli/signals.ts')
-  handleOperatorSignals()
+// Started by npm (npx, which sets npm_lifecycle_event for what it runs), the server must not
+// outlive its launcher (D11; src/cli/npm-launcher.ts).
+if (args[0] === 'serve' && process.env.npm_lifecycle_event !== undefined) {
+  const { drainWhenLauncherEnds } = await import('../src/cli/npm-launcher.ts')
+  drainWhenLauncherEnds()
 }
 const { main } = await import('../src/cli/petstore.ts')
 const code = await main(args)
