@@ -48,6 +48,8 @@ interface Case {
   exit: { code: number } | { signal: Termination }
   /** It waits for the server: nothing it started still runs the moment it exits. */
   waits: boolean
+  /** Cluster workers to wait for: a worker still booting dies of the group's signal. */
+  workers?: number
 }
 
 const NODE = { command: 'node bin/petstore.js serve', file: process.execPath, args: [BIN, 'serve'] }
@@ -70,6 +72,7 @@ const CASES: Case[] = [
     to: 'group',
     exit: { code: 0 },
     waits: true,
+    workers: 2,
   },
   { ...NPX, signal: 'SIGTERM', to: 'pid', exit: { signal: 'SIGTERM' }, waits: false },
   { ...NPX, signal: 'SIGINT', to: 'group', exit: { signal: 'SIGINT' }, waits: true },
@@ -211,8 +214,10 @@ async function listening(c: Case, started: Started): Promise<{ url: URL; pid: nu
           `${c.command} exited before listening:\n${started.stdout()}\n${started.stderr()}`,
         )
       }
-      line = serverLines(started.stdout()).find((l) => /^Server listening at /.test(l.msg ?? ''))
-      return line !== undefined
+      const lines = serverLines(started.stdout())
+      line = lines.find((l) => /^Server listening at /.test(l.msg ?? ''))
+      const workersListening = lines.filter((l) => l.msg === 'worker listening').length
+      return line !== undefined && workersListening >= (c.workers ?? 0)
     },
     START_MS,
   )
