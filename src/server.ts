@@ -107,6 +107,7 @@ export async function startInstance(
     }),
     rateLimitCounter: counter,
     lifecycle,
+    loadShedding: { maxEventLoopDelayMs: config.maxEventLoopDelayMs },
     logger: loggerOptions(config),
   })
   if (initialKey !== undefined) {

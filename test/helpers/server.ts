@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../src/app.ts'
+import { type AppParts, buildApp } from '../../src/app.ts'
 import type { Clock } from '../../src/clock.ts'
 import type { DeploymentEnv } from '../../src/config.ts'
 import { issueApiKey } from '../../src/keys/issue.ts'
@@ -49,6 +49,10 @@ export interface TestServerOptions {
   env?: DeploymentEnv
   bootstrapKeys?: string[]
   lifecycle?: Lifecycle
+  /** D16; off unless given. */
+  loadShedding?: AppParts['loadShedding']
+  /** Fastify's logger option; off unless given. */
+  logger?: AppParts['logger']
 }
 
 export interface TestServer {
@@ -136,6 +140,8 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
       bootstrapKeys: options.bootstrapKeys ?? [],
     }),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.loadShedding ? { loadShedding: options.loadShedding } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
     lifecycle,
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
