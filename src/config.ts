@@ -53,7 +53,7 @@ export const configDefaults = {
   PETSTORE_RATE_LIMIT: '600',
   PETSTORE_REDIS_PREFIX: 'petstore:',
   LOG_LEVEL: 'info',
-  PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '100',
+  PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '200',
 } as const
 
 function read(env: Env, name: keyof typeof configDefaults): string {

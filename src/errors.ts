@@ -26,7 +26,8 @@ export const errorCatalog = {
   },
   unavailable: {
     status: 503,
-    summary: 'The service is shutting down or its database is unreachable; retry later.',
+    summary:
+      'The service is overloaded, shutting down or its database is unreachable; retry later (`Retry-After`).',
   },
 } as const
 

@@ -1,15 +1,14 @@
 // D16: load shedding. When the event loop falls behind, every request already waits that long
-// before its first line of our code runs, and a backlog only grows: under 2,000 connections the
-// p99 reached seconds and /healthz 8.9 s. So past a delay threshold, requests are answered at
-// once with 503 `unavailable` and `Retry-After` (RFC 9110 §15.6.4, §10.2.3), which costs a
-// fraction of serving them, instead of queueing for seconds.
+// before any of our code runs for it, and taking on more makes all of them wait longer. So past a
+// delay threshold, requests are answered at once with 503 `unavailable` and `Retry-After`
+// (RFC 9110 §15.6.4, §10.2.3), which costs a fraction of serving them, instead of queueing.
 //
 // @fastify/under-pressure measures (perf_hooks' monitorEventLoopDelay, 10 ms resolution): at
 // each sample it takes the mean loop delay since the previous sample, less the resolution, and
-// until the next sample every request is shed or none is. Its `pressureHandler` decides how:
+// until the next sample every request is shed or none is. Our `pressureHandler` decides how:
 // /healthz is never shed (a liveness probe that failed under load would get a busy but healthy
 // instance restarted, which adds load elsewhere); everything else, /readyz included, is. A
-// readiness 503 makes a balancer send this instance less until it catches up (D1).
+// readiness 503 makes a balancer send this instance less until it catches up.
 //
 // The answer is sent from the handler, not thrown: the error handler logs every 5xx with its
 // stack, which under overload would flood the log. Instead one line says shedding began and
@@ -45,10 +44,10 @@ declare module 'fastify' {
 /**
  * How often the delay is sampled. The histogram records the gaps between its 10 ms ticks and
  * starts afresh at each sample, so a sample that spans fewer than two ticks has no gap and reads
- * as an infinite delay: with samples as long as the threshold, loop turns of half the threshold
- * already read so now and then (measured: 9% of samples at 30 ms turns for 100 ms). Samples twice
- * as long as the threshold read turns of up to 80% of it correctly (none shed, measured), and
- * longer turns as what they are.
+ * as an infinite delay. With samples as long as the threshold that happens now and then even at
+ * half of it (measured, 100 ms threshold: 9% of samples while the loop turned every 30 ms). With
+ * samples twice as long, no sample read over the threshold for turns up to 80% of it, and longer
+ * turns read as what they are.
  */
 export function sampleIntervalMs(maxEventLoopDelayMs: number): number {
   return Math.max(20, 2 * maxEventLoopDelayMs)

@@ -12,7 +12,6 @@ import { after, before, describe, test } from 'node:test'
 import { type LogLine, logLines, WARN } from '../helpers/logs.ts'
 import { createPet, errorOf, startServer, type TestServer } from '../helpers/server.ts'
 
-
 /** Spins `chunkMs` in every event loop iteration of this process until stopped. */
 function holdEventLoop(chunkMs: number) {
   let running = true
