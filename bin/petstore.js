@@ -10,6 +10,16 @@ if (major < 24) {
   )
   process.exit(1)
 }
+const args = process.argv.slice(2)
+// Started by npm (npx, which sets npm_lifecycle_event for what it runs), the server must not
+// outlive its launcher (D11; src/cli/npm-launcher.ts).
+if (args[0] === 'serve' && process.env.npm_lifecycle_event !== undefined) {
+  const { drainWhenLauncherEnds } = await import('../src/cli/npm-launcher.ts')
+  drainWhenLauncherEnds()
+}
 const { main } = await import('../src/cli/petstore.ts')
-const code = await main(process.argv.slice(2))
-if (code !== 0) process.exitCode = code
+const code = await main(args)
+// A command that failed ends here. A serve that could not listen has started parts (an open
+// store, shutdown handlers that would exit 0 once the event loop empties, a cluster worker's
+// channel to its primary) that would otherwise keep the process alive or change its exit code.
+if (code !== 0) process.exit(code)

@@ -16,7 +16,7 @@ import { type LoadSheddingOptions, loadShedding } from './plugins/load-shedding.
 import { openapi } from './plugins/openapi.ts'
 import { rateLimit } from './plugins/rate-limit.ts'
 import { requestId, requestIdHeader } from './plugins/request-id.ts'
-import { security } from './plugins/security.ts'
+import { security, securityHeaders } from './plugins/security.ts'
 import { buildValidator, formatValidationErrors } from './plugins/validation.ts'
 import { MemoryWindowCounter, type WindowCounter } from './rate-limit/counter.ts'
 import { healthRoutes, type Lifecycle } from './routes/health.ts'
@@ -34,6 +34,11 @@ export interface AppParts {
   loadShedding?: Omit<LoadSheddingOptions, 'exempt'>
   /** Fastify's logger option; off unless given. */
   logger?: FastifyServerOptions['logger']
+  /**
+   * The HTTP server and its HTTP-layer errors (http-server.ts, D16). The process that listens
+   * gives them; without them Fastify makes a plain node:http server.
+   */
+  http?: Pick<FastifyServerOptions, 'serverFactory' | 'clientErrorHandler'>
 }
 
 export async function buildApp(parts: AppParts) {
@@ -42,13 +47,10 @@ export async function buildApp(parts: AppParts) {
   const lifecycle = parts.lifecycle ?? { draining: false }
 
   const app = Fastify({
+    ...parts.http,
     logger: parts.logger ?? false,
     genReqId: requestId,
     bodyLimit: BODY_LIMIT_BYTES,
-    // A request must arrive whole within 30 s; idle keep-alive connections live longer than
-    // the 60 s idle timeout of common load balancers, so the balancer closes them first.
-    requestTimeout: 30_000,
-    keepAliveTimeout: 72_000,
     // While closing, requests on open connections are still served (D11: nothing accepted is
     // lost); readiness already says 503 so no new traffic is sent.
     return503OnClosing: false,
@@ -57,8 +59,11 @@ export async function buildApp(parts: AppParts) {
     // ours is typed as Fastify calls it, hence the cast.
     schemaController: { compilersFactory: { buildValidator: buildValidator as never } },
     schemaErrorFormatter: formatValidationErrors,
-    frameworkErrors,
+    frameworkErrors: frameworkErrors(await securityHeaders()),
   }).withTypeProvider<TypeBoxTypeProvider>()
+
+  // D16: the store says once in this log when the database fails and when it works again.
+  store.reportOutagesTo?.(app.log)
 
   const rejectOtherMethods = methodNotAllowed(app)
   for (const schema of sharedSchemas) app.addSchema(schema)

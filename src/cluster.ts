@@ -14,13 +14,13 @@ import cluster, { type Worker } from 'node:cluster'
 import { hostname } from 'node:os'
 import type { Config, LogLevel } from './config.ts'
 import { announceInitialKey, prepareStore, startInstance } from './server.ts'
+import { DRAIN_MS, drainAndExit, onTerminationSignals } from './shutdown.ts'
 import { openStore } from './store/open.ts'
 
 export const MAX_WORKERS = 256
 
-/** A worker drains within this, like a lone `serve`; the primary waits a little longer. */
-const WORKER_DRAIN_MS = 10_000
-const PRIMARY_WAIT_MS = 15_000
+/** A worker drains within DRAIN_MS, like a lone `serve`; the primary waits a little longer. */
+const PRIMARY_WAIT_MS = DRAIN_MS + 5000
 /** Workers that die before listening this many times in a row will not start: give up. */
 const MAX_START_FAILURES = 3
 
@@ -113,9 +113,16 @@ class Supervisor {
     // Workers run this same command line (cluster's default exec and args) and take the
     // worker branch of serveCluster.
     cluster.on('exit', (worker, code, signal) => this.#exited(worker, code, signal))
-    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-      process.on(signal, () => this.#signalled(signal))
-    }
+    onTerminationSignals({
+      first: (signal) => {
+        this.#log.info({ signal }, 'shutting down: workers finish their requests')
+        this.#shutDown(signal)
+      },
+      again: (signal) => {
+        this.#log.warn({ signal }, `second ${signal}: stopping the workers now`)
+        this.#kill()
+      },
+    })
     this.#log.info({ workers: this.#count }, 'starting workers')
     for (let i = 0; i < this.#count; i++) this.#fork()
   }
@@ -151,16 +158,6 @@ class Supervisor {
     }
     this.#log.error(fields, 'worker exited unexpectedly; starting a replacement')
     this.#fork()
-  }
-
-  #signalled(signal: NodeJS.Signals): void {
-    if (!this.#shuttingDown) {
-      this.#log.info({ signal }, 'shutting down: workers finish their requests')
-      this.#shutDown(signal)
-      return
-    }
-    this.#log.warn({ signal }, `second ${signal}: stopping the workers now`)
-    this.#kill()
   }
 
   #shutDown(signal: NodeJS.Signals): void {
@@ -203,22 +200,8 @@ async function runWorker(config: Readonly<Config>): Promise<void> {
     stopping = true
     // Asked before it listened: nothing was accepted, so there is nothing to drain.
     if (instance === undefined) process.exit(code)
-    const { log } = instance.app
-    log.info(reason, 'shutting down')
-    setTimeout(() => {
-      log.error({ waitedMs: WORKER_DRAIN_MS }, 'did not drain in time')
-      process.exit(1)
-    }, WORKER_DRAIN_MS).unref()
-    instance.close().then(
-      () => {
-        log.info('shut down cleanly')
-        process.exit(code)
-      },
-      (err: unknown) => {
-        log.error({ err }, 'shutting down failed')
-        process.exit(1)
-      },
-    )
+    const running = instance
+    drainAndExit(() => running.close(), running.app.log, reason, code)
   }
 
   // Installed before the instance starts, so that a shutdown asked during start is not lost.
@@ -228,7 +211,7 @@ async function runWorker(config: Readonly<Config>): Promise<void> {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => stop({ signal }, 0))
   // The primary is gone (crashed or killed): a worker must not outlive it unsupervised.
   process.on('disconnect', () => stop({ reason: 'the primary process is gone' }, 0))
-  // As closeWithGrace does for a lone `serve`: drain, then exit 1, and the primary replaces us.
+  // As a lone `serve` does: drain, then exit 1, and the primary replaces us.
   const fail = (err: unknown) => {
     if (instance === undefined) {
       process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`)

@@ -1,5 +1,6 @@
 // Configuration (D9): read from the environment once, validated, frozen. Nothing else in the
 // code reads process.env. A bad value stops the start with one line naming the variable.
+import { isIP } from 'node:net'
 import { parseApiKey } from './keys/api-key.ts'
 
 export type DeploymentEnv = 'production' | 'staging'
@@ -28,6 +29,18 @@ export interface Config {
   redis: RedisSettings | undefined
   /** D16: the event loop delay (ms) past which requests are shed with 503; 0 turns it off. */
   maxEventLoopDelayMs: number
+  /** What one client may hold of this process (D16). */
+  connections: ConnectionLimits
+}
+
+/** D16: bounds on connections, so that memory and time never depend on what a client does. */
+export interface ConnectionLimits {
+  /** Open connections past this are closed at once (PETSTORE_MAX_CONNECTIONS). */
+  maxConnections: number
+  /** A request's headers must arrive within this (PETSTORE_HEADERS_TIMEOUT_MS). */
+  headersTimeoutMs: number
+  /** A whole request, headers and body, must arrive within this (PETSTORE_REQUEST_TIMEOUT_MS). */
+  requestTimeoutMs: number
 }
 
 export interface RedisSettings {
@@ -54,6 +67,9 @@ export const configDefaults = {
   PETSTORE_REDIS_PREFIX: 'petstore:',
   LOG_LEVEL: 'info',
   PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '200',
+  PETSTORE_MAX_CONNECTIONS: '4096',
+  PETSTORE_HEADERS_TIMEOUT_MS: '10000',
+  PETSTORE_REQUEST_TIMEOUT_MS: '30000',
 } as const
 
 function read(env: Env, name: keyof typeof configDefaults): string {
@@ -66,6 +82,28 @@ function integer(name: string, raw: string, min: number, max: number): number {
     throw new ConfigError(`${name} must be an integer from ${min} to ${max} (got "${raw}")`)
   }
   return Number(raw)
+}
+
+/**
+ * HOST: an IPv4 or IPv6 literal (`::1`, without brackets) or a host name per RFC 1123 §2.1
+ * (dot-separated labels of 1–63 letters, digits and inner hyphens, 253 characters at most).
+ * A name whose last label is all digits is refused, as §2.1 says: it is a mistyped IPv4 address
+ * (`127.0.0.256`), not a name. Whether it is an address of this machine is learnt at listen.
+ */
+function host(raw: string): string {
+  if (isIP(raw) !== 0) return raw
+  const name = raw.replace(/\.$/, '') // a fully qualified name may end in a dot
+  const labels = name.split('.')
+  const isName =
+    name.length <= 253 &&
+    labels.every((label) => /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(label)) &&
+    !/^\d+$/.test(labels.at(-1) ?? '')
+  if (!isName) {
+    throw new ConfigError(
+      `HOST must be an IP address (0.0.0.0, ::, 127.0.0.1) or a host name (got ${JSON.stringify(raw)})`,
+    )
+  }
+  return raw
 }
 
 function oneOf<T extends string>(name: string, raw: string, allowed: readonly T[]): T {
@@ -172,11 +210,41 @@ function parseRedis(env: Env): RedisSettings | undefined {
   return Object.freeze({ url: raw, prefix })
 }
 
+function parseConnectionLimits(env: Env): ConnectionLimits {
+  const limits = {
+    maxConnections: integer(
+      'PETSTORE_MAX_CONNECTIONS',
+      read(env, 'PETSTORE_MAX_CONNECTIONS'),
+      1,
+      1_000_000,
+    ),
+    headersTimeoutMs: integer(
+      'PETSTORE_HEADERS_TIMEOUT_MS',
+      read(env, 'PETSTORE_HEADERS_TIMEOUT_MS'),
+      100,
+      3_600_000,
+    ),
+    requestTimeoutMs: integer(
+      'PETSTORE_REQUEST_TIMEOUT_MS',
+      read(env, 'PETSTORE_REQUEST_TIMEOUT_MS'),
+      100,
+      3_600_000,
+    ),
+  }
+  // The headers are part of the request, so their deadline cannot be the later one.
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    throw new ConfigError(
+      `PETSTORE_HEADERS_TIMEOUT_MS (${limits.headersTimeoutMs}) must not exceed PETSTORE_REQUEST_TIMEOUT_MS (${limits.requestTimeoutMs})`,
+    )
+  }
+  return Object.freeze(limits)
+}
+
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const deployment = oneOf('PETSTORE_ENV', read(env, 'PETSTORE_ENV'), ['production', 'staging'])
   return Object.freeze({
     port: integer('PORT', read(env, 'PORT'), 0, 65535),
-    host: read(env, 'HOST'),
+    host: host(read(env, 'HOST')),
     database: parseDatabase(env),
     env: deployment,
     apiKeys: Object.freeze(parseApiKeys(env, deployment)),
@@ -190,5 +258,6 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       0,
       60_000,
     ),
+    connections: parseConnectionLimits(env),
   })
 }

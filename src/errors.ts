@@ -13,12 +13,24 @@ export const errorCatalog = {
     status: 405,
     summary: 'The route exists but not with this method; `Allow` lists the methods it has.',
   },
+  request_timeout: {
+    status: 408,
+    summary: 'The request did not arrive whole in time; the connection is closed.',
+  },
   gone: { status: 410, summary: 'The operation was removed at its sunset date.' },
   payload_too_large: { status: 413, summary: 'The request body is larger than the limit.' },
-  unsupported_media_type: { status: 415, summary: 'The request body is not `application/json`.' },
+  uri_too_long: { status: 414, summary: 'The request target (path and query) is too long.' },
+  unsupported_media_type: {
+    status: 415,
+    summary: 'The request body is not `application/json`, or its `charset` is not UTF-8.',
+  },
   rate_limited: {
     status: 429,
     summary: 'The key has used its request budget for this window; see `Retry-After`.',
+  },
+  header_fields_too_large: {
+    status: 431,
+    summary: 'The request headers are larger than the limit; the connection is closed.',
   },
   internal_error: {
     status: 500,
@@ -28,6 +40,10 @@ export const errorCatalog = {
     status: 503,
     summary:
       'The service is overloaded, shutting down or its database is unreachable; retry later (`Retry-After`).',
+  },
+  http_version_not_supported: {
+    status: 505,
+    summary: 'The request is not HTTP/1.0 or HTTP/1.1; the connection is closed.',
   },
 } as const
 

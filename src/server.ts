@@ -1,25 +1,17 @@
 // The process: config → store → app → listen, and a graceful shutdown (D11). One process by
 // default; `serve --workers N` runs the same instance in N cluster workers (cluster.ts).
-import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.ts'
 import type { Config } from './config.ts'
+import { httpServerParts, logDroppedConnections } from './http-server.ts'
 import { issueInitialKeyIfNone } from './keys/issue.ts'
 import { createKeyVerifier } from './keys/verifier.ts'
+import { loggerOptions } from './logging.ts'
+import { securityHeaders } from './plugins/security.ts'
 import { MemoryWindowCounter, type WindowCounter } from './rate-limit/counter.ts'
 import type { Lifecycle } from './routes/health.ts'
+import { drainAndExit, onTerminationSignals } from './shutdown.ts'
 import { openStore } from './store/open.ts'
 import type { Store } from './store/store.ts'
-
-/** JSON logs (pino); credentials never reach them (D8). */
-export function loggerOptions(config: Pick<Config, 'logLevel'>) {
-  return {
-    level: config.logLevel,
-    redact: {
-      paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization'],
-      censor: '[redacted]',
-    },
-  }
-}
 
 export function announceInitialKey(key: string): void {
   process.stderr.write(
@@ -109,7 +101,9 @@ export async function startInstance(
     lifecycle,
     loadShedding: { maxEventLoopDelayMs: config.maxEventLoopDelayMs },
     logger: loggerOptions(config),
+    http: httpServerParts(config.connections, await securityHeaders()),
   })
+  logDroppedConnections(app.server, app.log)
   if (initialKey !== undefined) {
     app.log.warn('no API key existed; created one and printed it once on stderr')
     announceInitialKey(initialKey)
@@ -138,14 +132,28 @@ export async function serve(config: Readonly<Config>): Promise<void> {
   const instance = await startInstance(config)
   const { log } = instance.app
 
-  // SIGTERM/SIGINT: readiness turns 503, in-flight requests finish, pending writes commit, the
-  // store closes. A second signal, or 10 s, ends the process regardless.
-  closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
-    if (err) log.error({ err }, 'shutting down after an uncaught error')
-    else log.info({ signal }, 'shutting down')
-    await instance.close()
-    log.info('shut down cleanly')
+  // D11 (shutdown.ts): the first signal drains; a later one, or an uncaught error during the
+  // drain, ends the process at once.
+  let stopping = false
+  const stop = (reason: object, code: number) => {
+    if (stopping) return
+    stopping = true
+    drainAndExit(() => instance.close(), log, reason, code)
+  }
+  onTerminationSignals({
+    first: (signal) => stop({ signal }, 0),
+    again: (signal) => {
+      log.warn({ signal }, `second ${signal}: stopping now`)
+      process.exit(1)
+    },
   })
+  const fail = (err: unknown) => {
+    log.error({ err }, 'shutting down after an uncaught error')
+    if (stopping) process.exit(1)
+    stop({ reason: 'uncaught error' }, 1)
+  }
+  process.on('uncaughtException', fail)
+  process.on('unhandledRejection', fail)
 
   await instance.listen()
 }

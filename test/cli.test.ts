@@ -1,8 +1,10 @@
 // The `petstore` command as an operator runs it: a real process, a real SQLite file.
 import assert from 'node:assert/strict'
-import { writeFile } from 'node:fs/promises'
+import { readFile, writeFile } from 'node:fs/promises'
+import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import { parseApiKey } from '../src/keys/api-key.ts'
 import { runCli, startService } from './helpers/process.ts'
 import { tempDir } from './helpers/server.ts'
 
@@ -19,7 +21,7 @@ describe('petstore CLI', () => {
   test('migrate applies the schema once', async () => {
     const first = await runCli(['migrate'], env)
     assert.equal(first.code, 0, first.stderr)
-    assert.match(first.stdout, /Applied migrations: 1\./)
+    assert.match(first.stdout, /Applied migrations: 1, 2\./)
     const second = await runCli(['migrate'], env)
     assert.equal(second.code, 0)
     assert.match(second.stdout, /up to date/)
@@ -58,8 +60,11 @@ describe('petstore CLI', () => {
       assert.equal(await service.stop(), 0)
     }
     const again = await runCli(['keys', 'revoke', id], env)
-    assert.equal(again.code, 2)
-    assert.match(again.stderr, /no active key/)
+    assert.equal(again.code, 1, 'a revoked key: the command failed, it was not called wrongly')
+    assert.equal(again.stderr, `petstore: no active key with ID ${id} (see "petstore keys list")\n`)
+    const unknown = await runCli(['keys', 'revoke', 'key_000000000000'], env)
+    assert.equal(unknown.code, 1)
+    assert.equal(unknown.stderr.trim().split('\n').length, 1, unknown.stderr)
     assert.match((await runCli(['keys', 'list', '--json'], env)).stdout, /"revokedAt"/)
   })
 
@@ -113,7 +118,7 @@ describe('petstore CLI', () => {
     assert.match(onPostgres.stderr, /pg_dump/)
     const noTarget = await runCli(['backup'], env)
     assert.equal(noTarget.code, 2)
-    assert.match(noTarget.stderr, /Usage: petstore/)
+    assert.match(noTarget.stderr, /^petstore: backup needs one argument/)
   })
 
   test('a staging service issues staging keys', async () => {
@@ -124,24 +129,95 @@ describe('petstore CLI', () => {
     assert.match(created.stdout.trim(), /^petstore_staging_/)
   })
 
-  test('--help after any command prints the usage and exits 0; no command at all exits 2', async () => {
-    for (const args of [['--help'], ['help'], ['keys', '--help'], ['serve', '-h']]) {
+  test("--help: the overview, or the command's own text; exit 0 on stdout", async () => {
+    const help = async (args: string[]) => {
       const result = await runCli(args, env)
       assert.equal(result.code, 0, args.join(' '))
-      assert.match(result.stdout, /^Usage: petstore/, args.join(' '))
+      assert.equal(result.stderr, '', args.join(' '))
+      return result.stdout
     }
+    const [overview, ...others] = await Promise.all(
+      [['--help'], ['-h'], ['help']].map((args) => help(args)),
+    )
+    assert.match(overview ?? '', /^Usage: petstore <command>/)
+    for (const other of others) assert.equal(other, overview)
+
+    const texts = new Map<string, string>()
+    for (const command of ['serve', 'migrate', 'backup', 'keys']) {
+      const [own, short, viaHelp] = await Promise.all(
+        [
+          [command, '--help'],
+          [command, '-h'],
+          ['help', command],
+        ].map((args) => help(args)),
+      )
+      assert.match(own ?? '', new RegExp(`^Usage: petstore ${command}\\b`), command)
+      assert.equal(short, own)
+      assert.equal(viaHelp, own)
+      texts.set(command, own ?? '')
+    }
+    assert.equal(new Set(texts.values()).size, 4, 'each command has its own text')
+    assert.match(texts.get('serve') ?? '', /--workers N\|auto/)
+    // The keys subcommands share the keys text, wherever --help stands.
+    const keysTexts = await Promise.all(
+      [
+        ['keys', 'create', '--help'],
+        ['keys', 'list', '-h'],
+        ['keys', 'revoke', 'key_x', '--help'],
+        ['keys', 'create', '--name', 'x', '--help'],
+      ].map((args) => help(args)),
+    )
+    for (const text of keysTexts) assert.equal(text, texts.get('keys'))
+
     const bare = await runCli([], env)
-    assert.equal(bare.code, 2)
-    assert.match(bare.stderr, /^Usage: petstore/)
+    assert.equal(bare.code, 2, 'no command at all is a usage error, with the overview')
+    assert.equal(bare.stderr, overview)
   })
 
-  test('usage errors exit 2 with the usage text', async () => {
-    const missing = await runCli(['keys', 'create'], env)
-    assert.equal(missing.code, 2)
-    assert.match(missing.stderr, /--name NAME/)
-    const unknown = await runCli(['frobnicate'], env)
-    assert.equal(unknown.code, 2)
-    assert.match(unknown.stderr, /Usage: petstore/)
+  test('--version and -v print the version in package.json', async () => {
+    const { version } = JSON.parse(
+      await readFile(new URL('../package.json', import.meta.url), 'utf8'),
+    ) as { version: string }
+    for (const flag of ['--version', '-v']) {
+      const result = await runCli([flag], env)
+      assert.equal(result.code, 0, flag)
+      assert.equal(result.stdout, `petstore ${version}\n`)
+      assert.equal(result.stderr, '')
+    }
+  })
+
+  test('a usage error is one line and a pointer to the help, exit 2, whatever the environment', async () => {
+    // A bad PORT too: the command line is checked first, and said to be what is wrong.
+    const badEnv = { ...env, PORT: 'not a port' }
+    const cases: [string[], RegExp, string][] = [
+      [['frobnicate'], /^unknown command "frobnicate"$/, 'petstore --help'],
+      [['--frobnicate'], /^unknown option "--frobnicate"$/, 'petstore --help'],
+      [['help', 'frobnicate'], /no such command/, 'petstore --help'],
+      [['serve', '--wrokers', '2'], /^unknown option "--wrokers"$/, 'petstore serve --help'],
+      [['serve', '--workers', '0'], /^--workers must be a whole number/, 'petstore serve --help'],
+      [['serve', 'now'], /^unexpected argument "now"/, 'petstore serve --help'],
+      [['migrate', '--force'], /^unknown option "--force"$/, 'petstore migrate --help'],
+      [['backup'], /^backup needs one argument/, 'petstore backup --help'],
+      [['backup', 'a.db', 'b.db'], /^backup needs one argument/, 'petstore backup --help'],
+      [['keys'], /^keys needs a subcommand: create, list or revoke$/, 'petstore keys --help'],
+      [['keys', 'delete', 'key_x'], /^unknown keys subcommand "delete"/, 'petstore keys --help'],
+      [['keys', 'create'], /^keys create needs --name NAME/, 'petstore keys --help'],
+      [['keys', 'list', '--name', 'x'], /^unknown option "--name"$/, 'petstore keys --help'],
+      [['keys', 'list', '--json=yes'], /^option "--json" does not take/, 'petstore keys --help'],
+      [['keys', 'revoke'], /^keys revoke needs one argument/, 'petstore keys --help'],
+    ]
+    await Promise.all(
+      cases.map(async ([args, message, help]) => {
+        const result = await runCli(args, badEnv)
+        assert.equal(result.code, 2, args.join(' '))
+        assert.equal(result.stdout, '')
+        const [first = '', second, ...more] = result.stderr.split('\n')
+        assert.match(first.replace(/^petstore: /, ''), message, args.join(' '))
+        assert.ok(first.startsWith('petstore: '), first)
+        assert.equal(second, `Run "${help}" for usage.`, args.join(' '))
+        assert.deepEqual(more, [''], `two lines, no usage text: ${result.stderr}`)
+      }),
+    )
   })
 
   test('a database that cannot be opened or reached stops the start with one line, exit 1', async () => {
@@ -174,6 +250,60 @@ describe('petstore CLI', () => {
     })
     assert.equal(result.code, 2)
     assert.match(result.stderr, /^petstore: --workers needs a database its processes share/)
+    assert.equal(result.stderr.split('\n')[1], 'Run "petstore serve --help" for usage.')
+  })
+
+  test('an address serve cannot listen on is one line naming the variable, exit 1', async () => {
+    const taken = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    const { port } = taken.address() as AddressInfo
+    try {
+      const cases: [Record<string, string>, string[], string][] = [
+        [{ PORT: String(port) }, [], `127.0.0.1:${port}: the port is in use (PORT)`],
+        [
+          { PORT: String(port) },
+          ['--workers', '2'],
+          `127.0.0.1:${port}: the port is in use (PORT)`,
+        ],
+        // 192.0.2.0/24 is for documentation (RFC 5737): no machine of ours has it.
+        [
+          { HOST: '192.0.2.1', PORT: '0' },
+          [],
+          "192.0.2.1:0: the address is not one of this machine's (HOST)",
+        ],
+        [
+          { HOST: '192.0.2.1', PORT: '0' },
+          ['--workers', '2'],
+          "192.0.2.1:0: the address is not one of this machine's (HOST)",
+        ],
+        // .invalid never resolves (RFC 6761); a resolver that cannot be asked says so instead.
+        [{ HOST: 'petstore.invalid', PORT: '0' }, [], 'petstore.invalid:0: the host name'],
+      ]
+      await Promise.all(
+        cases.map(async ([vars, args, expected]) => {
+          const what = `serve ${args.join(' ')} with ${JSON.stringify(vars)}`
+          const result = await runCli(['serve', ...args], { ...env, ...vars })
+          assert.equal(result.code, 1, what)
+          const lines = result.stderr.trim().split('\n')
+          assert.equal(lines.length, 1, `${what}: ${result.stderr}`)
+          assert.ok(lines[0]?.startsWith(`petstore: cannot listen on ${expected}`), lines[0])
+          assert.match(lines[0] ?? '', /\((HOST|PORT)\)$/)
+          assert.ok(!result.stdout.includes('"stack"'), `${what}: no stack trace in the log`)
+        }),
+      )
+    } finally {
+      taken.close()
+    }
+  })
+
+  test("the README's example keys and key IDs have the format the CLI makes", async () => {
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+    const keys = readme.match(/petstore_(live|staging)_[0-9A-Za-z]+/g) ?? []
+    assert.ok(keys.length > 0)
+    for (const key of keys) assert.equal(parseApiKey(key).kind, 'structured', key)
+    const ids = readme.match(/\bkey_[0-9A-Za-z]+/g) ?? []
+    assert.ok(ids.length > 0)
+    for (const id of ids) assert.match(id, /^key_[0-9A-Za-z]{12}$/)
   })
 
   for (const [name, value, expected] of [

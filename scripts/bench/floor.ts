@@ -7,7 +7,7 @@
 import { buildApp } from '../../src/app.ts'
 import type { Pet, PetStatus } from '../../src/contract/schemas.ts'
 import { createKeyVerifier } from '../../src/keys/verifier.ts'
-import { loggerOptions } from '../../src/server.ts'
+import { loggerOptions } from '../../src/logging.ts'
 import type { ApiKeyRepository, Store } from '../../src/store/store.ts'
 import { seededPet } from './seed.ts'
 

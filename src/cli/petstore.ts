@@ -1,45 +1,190 @@
 // The `petstore` command: a second entry point into the same config and store (no second loader).
-//   petstore serve | migrate | keys create --name NAME | keys list | keys revoke ID
+//   petstore serve | migrate | backup FILE | keys create|list|revoke | --help | --version
+// Exit codes: 0 done; 1 the command could not be carried out (configuration, database, listen,
+// a key that does not exist); 2 it was called wrongly. Either failure is one line on stderr;
+// only `petstore` alone and --help print a usage text.
+import cluster from 'node:cluster'
+import { readFile } from 'node:fs/promises'
+import { createServer, isIP } from 'node:net'
 import { availableParallelism } from 'node:os'
-import { parseArgs } from 'node:util'
-import { MAX_WORKERS, serveCluster } from '../cluster.ts'
+import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { type Config, ConfigError, loadConfig } from '../config.ts'
 import { issueApiKey } from '../keys/issue.ts'
-import { serve } from '../server.ts'
 import { openStore } from '../store/open.ts'
 import { backupSqliteDatabase } from '../store/sqlite.ts'
 import { type Store, StoreOpenError, StoreUnavailableError } from '../store/store.ts'
 
-const USAGE = `Usage: petstore <command>
+const OVERVIEW = `Usage: petstore <command> [options]
 
-  serve [--workers N|auto]   start the HTTP service (applies pending migrations first);
-                             --workers runs N processes on one port (auto: one per core)
+Commands:
+  serve [--workers N|auto]   start the HTTP service (applies pending migrations first)
   migrate                    apply pending database migrations, then exit
   backup FILE                copy the SQLite database to FILE while the service runs
-                             (PostgreSQL: use pg_dump)
   keys create --name NAME    create an API key; it is printed once and never again
-  keys list [--json]         list keys: id, name, hint, created, revoked
+  keys list [--json]         list keys: id, name, hint, created, state
   keys revoke ID             revoke a key; requests with it get 401 from then on
 
-Configuration comes from the environment (DATABASE_URL, PETSTORE_ENV, …); see the README.`
+  petstore <command> --help  the command's own help (also: petstore help <command>)
+  petstore --version, -v     the version
 
-/** The command was called wrongly: the message and the usage text, exit code 2. */
+Configuration comes from the environment (PORT, HOST, DATABASE_URL, PETSTORE_ENV, …); see the
+README. Exit codes: 0 done, 1 failed (one line on stderr says why), 2 wrong usage.`
+
+const ENVIRONMENT = `Configuration comes from the environment (DATABASE_URL, PETSTORE_ENV, …); see the README.`
+
+const HELP: Record<Command, string> = {
+  serve: `Usage: petstore serve [--workers N|auto]
+
+Applies pending database migrations, then serves the API on HOST:PORT. The first start with no
+API key anywhere creates one and prints it once on stderr. SIGTERM or SIGINT stops it: the
+requests in progress finish first.
+
+Options:
+  --workers N|auto  run N processes on one port; auto: one per core.
+                    They share rate-limit counts only through REDIS_URL.
+  -h, --help        this help
+
+Configuration comes from the environment (PORT, HOST, DATABASE_URL, PETSTORE_ENV,
+PETSTORE_API_KEYS, PETSTORE_RATE_LIMIT, REDIS_URL, LOG_LEVEL, …); see the README.`,
+
+  migrate: `Usage: petstore migrate
+
+Applies pending database migrations to the database DATABASE_URL names, then exits, saying
+which it applied or that the database is up to date. serve applies them on every start too;
+run this to apply them before the new version's instances start.
+
+${ENVIRONMENT}`,
+
+  backup: `Usage: petstore backup FILE
+
+Copies the SQLite database DATABASE_URL names to FILE, consistently, while the service runs
+and writes. FILE must be new, in a folder that exists. For PostgreSQL use pg_dump (see the
+README's Backups, which also says how to restore).
+
+${ENVIRONMENT}`,
+
+  keys: `Usage: petstore keys create --name NAME
+       petstore keys list [--json]
+       petstore keys revoke ID
+
+  create --name NAME  create an API key for NAME (who or what it is for). The key is printed
+                      once, on stdout, and never again; only its hash is stored.
+  list [--json]       list the keys: ID, name, hint (prefix…last 4), created, state; --json
+                      prints them as a JSON array.
+  revoke ID           revoke the key with that ID (from keys list): every instance answers
+                      401 to it from its next request on.
+
+Keys are kept in the database DATABASE_URL names; they are made for PETSTORE_ENV
+(production: petstore_live_…, staging: petstore_staging_…). ${ENVIRONMENT}`,
+}
+
+const COMMANDS = ['serve', 'migrate', 'backup', 'keys'] as const
+type Command = (typeof COMMANDS)[number]
+
+function isCommand(name: string | undefined): name is Command {
+  return (COMMANDS as readonly (string | undefined)[]).includes(name)
+}
+
+/** The command was called wrongly: one line, a pointer to the help, exit code 2. */
 class UsageError extends Error {}
 /** The command was right but could not be carried out: one line, exit code 1. */
 class CommandError extends Error {}
 
-/** `serve [--workers N|auto]`: undefined without --workers (one process, no cluster). */
-function parseServeArgs(args: string[]): { workers: number | undefined } {
-  const { values } = parseArgs({ args, options: { workers: { type: 'string' } } })
-  const raw = values.workers?.trim()
-  if (raw === undefined) return { workers: undefined }
-  if (raw === 'auto') return { workers: Math.min(availableParallelism(), MAX_WORKERS) }
-  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_WORKERS) {
-    throw new UsageError(
-      `--workers must be a whole number from 1 to ${MAX_WORKERS}, or auto (got "${raw}")`,
-    )
+/** node:util's parseArgs (strict: unknown options and stray arguments are refused). */
+function parse<T extends ParseArgsConfig>(config: T) {
+  try {
+    return parseArgs(config)
+  } catch (err) {
+    if (
+      err instanceof TypeError &&
+      'code' in err &&
+      String(err.code).startsWith('ERR_PARSE_ARGS')
+    ) {
+      // In this command's style: lower case first, quoted "like this".
+      const message = err.message.replaceAll(/'([^']*)'/g, '"$1"')
+      throw new UsageError(message.charAt(0).toLowerCase() + message.slice(1))
+    }
+    throw err
   }
-  return { workers: Number(raw) }
+}
+
+/** What runs once the arguments are checked and the configuration is loaded. */
+type Run = (config: Readonly<Config>) => Promise<void>
+
+/**
+ * `serve [--workers N|auto]`: one process without --workers, else a cluster. The server and
+ * what it needs (Fastify, …) are loaded only here: they take ~0.3 s, which the other commands,
+ * --help and --version do not wait for.
+ */
+async function serveCommand(args: string[]): Promise<Run> {
+  const [{ serve }, { MAX_WORKERS, serveCluster }] = await Promise.all([
+    import('../server.ts'),
+    import('../cluster.ts'),
+  ])
+  const { values } = parse({ args, options: { workers: { type: 'string' } } })
+  const raw = values.workers?.trim()
+  let workers: number | undefined
+  if (raw === 'auto') workers = Math.min(availableParallelism(), MAX_WORKERS)
+  else if (raw !== undefined) {
+    if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_WORKERS) {
+      throw new UsageError(
+        `--workers must be a whole number from 1 to ${MAX_WORKERS}, or auto (got "${raw}")`,
+      )
+    }
+    workers = Number(raw)
+  }
+  return async (config) => {
+    try {
+      if (workers === undefined) return await serve(config)
+      if (config.database.engine === 'sqlite' && config.database.path === ':memory:') {
+        throw new UsageError(
+          '--workers needs a database its processes share; sqlite::memory: lives inside one process',
+        )
+      }
+      if (cluster.isPrimary) await checkListen(config)
+      await serveCluster(config, workers)
+    } catch (err) {
+      const failure = listenFailure(err, config)
+      throw failure === undefined ? err : new CommandError(failure)
+    }
+  }
+}
+
+/**
+ * Why the service cannot listen on HOST:PORT, as one line naming the variable to change, or
+ * undefined for another error. Known by the error's code, from the system (listen, bind) or the
+ * resolver (getaddrinfo).
+ */
+function listenFailure(err: unknown, config: Pick<Config, 'host' | 'port'>): string | undefined {
+  const code = err instanceof Error && 'code' in err ? String(err.code) : ''
+  const reason = LISTEN_FAILURES[code]
+  if (reason === undefined) return undefined
+  const host = isIP(config.host) === 6 ? `[${config.host}]` : config.host
+  return `cannot listen on ${host}:${config.port}: ${reason}`
+}
+
+const LISTEN_FAILURES: Partial<Record<string, string>> = {
+  EADDRINUSE: 'the port is in use (PORT)',
+  EACCES: 'permission denied; ports below 1024 need privileges (PORT)',
+  EADDRNOTAVAIL: "the address is not one of this machine's (HOST)",
+  ENOTFOUND: 'the host name does not resolve (HOST)',
+  EAI_AGAIN: 'the host name could not be resolved; the resolver did not answer (HOST)',
+}
+
+/**
+ * `serve --workers`: node:cluster binds the port in the primary and hands a failure to each
+ * worker, which the primary then replaces, three times, before it gives up. So the primary
+ * first listens on HOST:PORT itself and lets go at once, and a busy port or a wrong HOST is one
+ * line before any worker starts. A port taken between this check and the workers' start still
+ * ends in exit 1, after those three tries.
+ */
+async function checkListen(config: Pick<Config, 'host' | 'port'>): Promise<void> {
+  const server = createServer()
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen({ host: config.host, port: config.port, exclusive: true }, resolve)
+  })
+  await new Promise<void>((resolve) => server.close(() => resolve()))
 }
 
 /** Opens the store, applies pending migrations (every command does), runs `work`, closes. */
@@ -55,87 +200,128 @@ async function withStore<T>(
   }
 }
 
-async function backupCommand(config: Config, args: string[]): Promise<void> {
-  const { positionals } = parseArgs({ args, allowPositionals: true })
+function migrateCommand(args: string[]): Run {
+  parse({ args, options: {} })
+  return async (config) => {
+    const applied = await withStore(config, async (_store, applied) => applied)
+    process.stdout.write(
+      applied.length === 0
+        ? 'The database is up to date.\n'
+        : `Applied migrations: ${applied.join(', ')}.\n`,
+    )
+  }
+}
+
+function backupCommand(args: string[]): Run {
+  const { positionals } = parse({ args, allowPositionals: true })
   const [target, ...extra] = positionals
   if (target === undefined || extra.length > 0) {
     throw new UsageError('backup needs one argument: the file to write the copy to')
   }
-  if (config.database.engine !== 'sqlite') {
-    throw new CommandError(
-      'backup copies a SQLite database; for PostgreSQL use pg_dump (see the README)',
-    )
+  return async (config) => {
+    if (config.database.engine !== 'sqlite') {
+      throw new CommandError(
+        'backup copies a SQLite database; for PostgreSQL use pg_dump (see the README)',
+      )
+    }
+    let pages: number
+    try {
+      pages = await backupSqliteDatabase(config.database.path, target)
+    } catch (err) {
+      // The cases the function refuses, and SQLite's own (a full disk, an unwritable folder).
+      throw new CommandError(`backup failed: ${err instanceof Error ? err.message : String(err)}`)
+    }
+    process.stdout.write(`Backed up ${config.database.path} to ${target} (${pages} pages).\n`)
   }
-  let pages: number
-  try {
-    pages = await backupSqliteDatabase(config.database.path, target)
-  } catch (err) {
-    // The cases the function refuses, and SQLite's own (a full disk, an unwritable folder).
-    throw new CommandError(`backup failed: ${err instanceof Error ? err.message : String(err)}`)
-  }
-  process.stdout.write(`Backed up ${config.database.path} to ${target} (${pages} pages).\n`)
 }
 
-async function keysCommand(config: Config, args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args,
-    options: { name: { type: 'string' }, json: { type: 'boolean', default: false } },
-    allowPositionals: true,
-  })
-  const [action, id] = positionals
+function keysCommand(args: string[]): Run {
+  const [action, ...rest] = args
   switch (action) {
     case 'create': {
+      const { values } = parse({ args: rest, options: { name: { type: 'string' } } })
       const name = values.name?.trim()
       if (!name) throw new UsageError('keys create needs --name NAME (who or what the key is for)')
-      const { key, record } = await withStore(config, (store) =>
-        issueApiKey(store.apiKeys, config.env, name),
-      )
-      process.stderr.write(
-        `Created ${record.id} "${record.name}". The key is shown only this once:\n`,
-      )
-      process.stdout.write(`${key}\n`)
-      return
+      return async (config) => {
+        const { key, record } = await withStore(config, (store) =>
+          issueApiKey(store.apiKeys, config.env, name),
+        )
+        process.stderr.write(
+          `Created ${record.id} "${record.name}". The key is shown only this once:\n`,
+        )
+        process.stdout.write(`${key}\n`)
+      }
     }
     case 'list': {
-      const keys = await withStore(config, (store) => store.apiKeys.list())
-      if (values.json) {
-        process.stdout.write(`${JSON.stringify(keys, null, 2)}\n`)
-        return
+      const { values } = parse({
+        args: rest,
+        options: { json: { type: 'boolean', default: false } },
+      })
+      return async (config) => {
+        const keys = await withStore(config, (store) => store.apiKeys.list())
+        if (values.json) process.stdout.write(`${JSON.stringify(keys, null, 2)}\n`)
+        else if (keys.length === 0) process.stdout.write('No API keys.\n')
+        else process.stdout.write(keyTable(keys))
       }
-      if (keys.length === 0) {
-        process.stdout.write('No API keys.\n')
-        return
-      }
-      const rows = keys.map((k) => [
-        k.id,
-        k.name,
-        k.hint,
-        k.createdAt.toISOString(),
-        k.revokedAt ? `revoked ${k.revokedAt.toISOString()}` : 'active',
-      ])
-      const table = [['ID', 'NAME', 'HINT', 'CREATED', 'STATE'], ...rows]
-      const widths =
-        table[0]?.map((_, col) => Math.max(...table.map((row) => row[col]?.length ?? 0))) ?? []
-      for (const row of table) {
-        process.stdout.write(
-          `${row
-            .map((cell, col) => cell.padEnd(widths[col] ?? 0))
-            .join('  ')
-            .trimEnd()}\n`,
-        )
-      }
-      return
     }
     case 'revoke': {
-      if (!id) throw new UsageError('keys revoke needs the key ID (see keys list)')
-      const revoked = await withStore(config, (store) => store.apiKeys.revoke(id))
-      if (!revoked) throw new UsageError(`no active key with ID ${id}`)
-      process.stdout.write(`Revoked ${id}.\n`)
-      return
+      const { positionals } = parse({ args: rest, allowPositionals: true })
+      const [id, ...extra] = positionals
+      if (id === undefined || extra.length > 0) {
+        throw new UsageError(
+          'keys revoke needs one argument: the key\'s ID (see "petstore keys list")',
+        )
+      }
+      return async (config) => {
+        const revoked = await withStore(config, (store) => store.apiKeys.revoke(id))
+        if (!revoked) {
+          throw new CommandError(`no active key with ID ${id} (see "petstore keys list")`)
+        }
+        process.stdout.write(`Revoked ${id}.\n`)
+      }
     }
+    case undefined:
+      throw new UsageError('keys needs a subcommand: create, list or revoke')
     default:
-      throw new UsageError(`unknown keys command "${action ?? ''}"`)
+      throw new UsageError(`unknown keys subcommand "${action}"; it is create, list or revoke`)
   }
+}
+
+type KeyRecord = Awaited<ReturnType<Store['apiKeys']['list']>>[number]
+
+function keyTable(keys: KeyRecord[]): string {
+  const rows = keys.map((k) => [
+    k.id,
+    k.name,
+    k.hint,
+    k.createdAt.toISOString(),
+    k.revokedAt ? `revoked ${k.revokedAt.toISOString()}` : 'active',
+  ])
+  const table = [['ID', 'NAME', 'HINT', 'CREATED', 'STATE'], ...rows]
+  const widths =
+    table[0]?.map((_, col) => Math.max(...table.map((row) => row[col]?.length ?? 0))) ?? []
+  return table
+    .map(
+      (row) =>
+        `${row
+          .map((cell, col) => cell.padEnd(widths[col] ?? 0))
+          .join('  ')
+          .trimEnd()}\n`,
+    )
+    .join('')
+}
+
+const PREPARE: Record<Command, (args: string[]) => Run | Promise<Run>> = {
+  serve: serveCommand,
+  migrate: migrateCommand,
+  backup: backupCommand,
+  keys: keysCommand,
+}
+
+/** The version in package.json, read when asked (no copy of it in the code to fall behind). */
+async function packageVersion(): Promise<string> {
+  const text = await readFile(new URL('../../package.json', import.meta.url), 'utf8')
+  return (JSON.parse(text) as { version: string }).version
 }
 
 /** The error's message and, where it has one, its cause's: the driver's or the system's words. */
@@ -143,51 +329,48 @@ function withCause(err: Error): string {
   return err.cause instanceof Error ? `${err.message} (${err.cause.message})` : err.message
 }
 
+function usageError(message: string, command: string | undefined): number {
+  const help = isCommand(command) ? `petstore ${command} --help` : 'petstore --help'
+  process.stderr.write(`petstore: ${message}\nRun "${help}" for usage.\n`)
+  return 2
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv
   if (command === undefined) {
-    process.stderr.write(`${USAGE}\n`)
+    process.stderr.write(`${OVERVIEW}\n`)
     return 2
   }
-  // Help after any command too: `petstore keys --help` is what the first start suggests.
-  if (command === 'help' || argv.some((arg) => arg === '--help' || arg === '-h')) {
-    process.stdout.write(`${USAGE}\n`)
+  if (command === '--version' || command === '-v') {
+    process.stdout.write(`petstore ${await packageVersion()}\n`)
+    return 0
+  }
+  if (command === 'help' || command === '--help' || command === '-h') {
+    const topic = command === 'help' ? rest[0] : undefined
+    if (topic !== undefined && !isCommand(topic)) {
+      return usageError(`no help for "${topic}": there is no such command`, undefined)
+    }
+    process.stdout.write(`${topic === undefined ? OVERVIEW : HELP[topic]}\n`)
+    return 0
+  }
+  if (!isCommand(command)) {
+    const hint = command.startsWith('-') ? 'unknown option' : 'unknown command'
+    return usageError(`${hint} "${command}"`, undefined)
+  }
+  // Help anywhere after the command (before a `--`): `petstore keys create --help` is the keys
+  // help.
+  const options = rest.includes('--') ? rest.slice(0, rest.indexOf('--')) : rest
+  if (options.includes('--help') || options.includes('-h')) {
+    process.stdout.write(`${HELP[command]}\n`)
     return 0
   }
   try {
-    const config = loadConfig()
-    switch (command) {
-      case 'serve': {
-        const { workers } = parseServeArgs(rest)
-        const inMemory = config.database.engine === 'sqlite' && config.database.path === ':memory:'
-        if (workers !== undefined && inMemory) {
-          throw new UsageError(
-            '--workers needs a database its processes share; sqlite::memory: lives inside one process',
-          )
-        }
-        if (workers === undefined) await serve(config)
-        else await serveCluster(config, workers)
-        return 0
-      }
-      case 'migrate': {
-        const applied = await withStore(config, async (_store, applied) => applied)
-        process.stdout.write(
-          applied.length === 0
-            ? 'The database is up to date.\n'
-            : `Applied migrations: ${applied.join(', ')}.\n`,
-        )
-        return 0
-      }
-      case 'backup':
-        await backupCommand(config, rest)
-        return 0
-      case 'keys':
-        await keysCommand(config, rest)
-        return 0
-      default:
-        throw new UsageError(`unknown command "${command}"`)
-    }
+    // The arguments first: a wrong command line is said as such, whatever the environment.
+    const run = await PREPARE[command](rest)
+    await run(loadConfig())
+    return 0
   } catch (err) {
+    if (err instanceof UsageError) return usageError(err.message, command)
     // A database that cannot be opened or reached: the operator's to fix, so one line and
     // exit 1 (a supervisor may retry), not a stack trace.
     if (err instanceof StoreOpenError || err instanceof StoreUnavailableError) {
@@ -201,13 +384,6 @@ export async function main(argv: string[]): Promise<number> {
     if (err instanceof ConfigError) {
       process.stderr.write(`petstore: invalid configuration: ${err.message}\n`)
       return 1
-    }
-    if (
-      err instanceof UsageError ||
-      (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))
-    ) {
-      process.stderr.write(`petstore: ${err.message}\n\n${USAGE}\n`)
-      return 2
     }
     throw err
   }

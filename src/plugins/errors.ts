@@ -16,8 +16,8 @@ function fromFrameworkError(err: FastifyError): ApiError {
   if (err instanceof ApiError) return err
   if (err.validation) return new ApiError('invalid_request', err.message)
   if (err instanceof StoreUnavailableError) {
-    return new ApiError('unavailable', 'the database is unreachable; retry later', {
-      'retry-after': '1',
+    return new ApiError('unavailable', `${err.reason}; retry later`, {
+      'retry-after': String(err.retryAfterSeconds),
     })
   }
   switch (err.code) {
@@ -43,21 +43,33 @@ function fromFrameworkError(err: FastifyError): ApiError {
   )
 }
 
-/** Sends any thrown error as the Error body; 5xx are logged with their cause, never sent. */
+/**
+ * Sends any thrown error as the Error body; 5xx are logged with their cause, never sent. A
+ * database that fails (StoreUnavailableError) is logged by the store, once for the whole outage
+ * (store/outages.ts, D16): a line with a stack per request would flood the log.
+ */
 function sendError(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const apiError = fromFrameworkError(err)
-  if (apiError.statusCode >= 500) request.log.error({ err }, 'request failed')
+  if (apiError.statusCode >= 500 && !(err instanceof StoreUnavailableError)) {
+    request.log.error({ err }, 'request failed')
+  }
+  // A body over the limit is left unread; closing the connection spares reading it to the end
+  // to find the next request (D16).
+  if (apiError.statusCode === 413) reply.header('connection', 'close')
   reply.code(apiError.statusCode).headers(apiError.headers).send(apiError.toBody())
 }
 
 /**
  * Fastify's `frameworkErrors`: errors raised while routing, before any hook runs (a URL with a
  * malformed %-escape, a path parameter over the router's length limit). Fastify's own reply has
- * another body shape and echoes the path; D4 wants the Error body.
+ * another body shape and echoes the path; D4 wants the Error body, and D13 the security headers
+ * that the hooks would have set.
  */
-export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  reply.header('x-request-id', request.id)
-  sendError(err, request, reply)
+export function frameworkErrors(headers: Readonly<Record<string, string>>) {
+  return (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    reply.headers(headers).header('x-request-id', request.id)
+    sendError(err, request, reply)
+  }
 }
 
 export const errorHandling = fp(async (app) => {

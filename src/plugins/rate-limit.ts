@@ -13,8 +13,8 @@
 import fp from 'fastify-plugin'
 import type { Clock } from '../clock.ts'
 import { ApiError } from '../errors.ts'
+import { OutageLog, type OutageMessages } from '../outage-log.ts'
 import type { WindowCounter } from '../rate-limit/counter.ts'
-import { OutageLog } from '../rate-limit/outage-log.ts'
 
 export interface RateLimitOptions {
   /** Requests per window per key; 0 turns the limit off. */
@@ -24,12 +24,21 @@ export interface RateLimitOptions {
   clock: Clock
 }
 
+/** How an outage of the counter reads in the log: requests go through unlimited meanwhile. */
+export const COUNTER_OUTAGE: OutageMessages = {
+  level: 'warn',
+  started: 'rate limit counter unreachable; requests are let through without a limit (fail open)',
+  continuing: 'rate limit counter still unreachable; requests are let through without a limit',
+  ended: 'rate limit counter reachable again; limits apply again',
+  countField: 'requestsLetThrough',
+}
+
 export const rateLimit = fp<RateLimitOptions>(
   async (app, { quota, windowSeconds, counter, clock }) => {
     if (quota === 0) return
     const policy = `"default";q=${quota};w=${windowSeconds}`
     const windowMs = windowSeconds * 1000
-    const outages = new OutageLog(clock)
+    const outages = new OutageLog(clock, COUNTER_OUTAGE)
 
     app.addHook('onRequest', async (request, reply) => {
       const now = clock.now()

@@ -24,7 +24,7 @@ export const EXPOSED_HEADERS = [
  * constant strings: measured, that cost 20 µs of CPU per request (getPet 69 → 89 µs) and its
  * garbage doubled the memory under load (154 → 305 MB RSS; docs/benchmarks.md).
  */
-async function helmetHeaders(): Promise<Record<string, string>> {
+async function helmetHeaders(): Promise<Readonly<Record<string, string>>> {
   const probe = async (withHelmet: boolean) => {
     const app = Fastify()
     if (withHelmet) await app.register(helmet, { global: true })
@@ -35,16 +35,29 @@ async function helmetHeaders(): Promise<Record<string, string>> {
   }
   const plain = await probe(false)
   const helmeted = await probe(true)
-  return Object.fromEntries(
-    Object.entries(helmeted)
-      .filter(([name]) => !(name in plain))
-      .map(([name, value]) => [name, String(value)]),
+  return Object.freeze(
+    Object.fromEntries(
+      Object.entries(helmeted)
+        .filter(([name]) => !(name in plain))
+        .map(([name, value]) => [name, String(value)]),
+    ),
   )
+}
+
+let computed: Promise<Readonly<Record<string, string>>> | undefined
+
+/**
+ * The security headers every response carries (D13), computed once per process. Answers made
+ * outside the app's hooks (routing errors, the server's HTTP-layer errors, D16) use them too.
+ */
+export function securityHeaders(): Promise<Readonly<Record<string, string>>> {
+  computed ??= helmetHeaders()
+  return computed
 }
 
 export const security = fp<{ corsOrigins: readonly string[] }>(async (app, { corsOrigins }) => {
   // The /docs page sets its own CSP for its assets (plugins/openapi.ts), over this one.
-  const headers = await helmetHeaders()
+  const headers = await securityHeaders()
   app.addHook('onRequest', (_request, reply, done) => {
     reply.headers(headers)
     done()

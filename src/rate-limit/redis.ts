@@ -61,7 +61,7 @@ export class RedisWindowCounter implements WindowCounter {
     })
     this.#redis.defineCommand('petstoreHit', { numberOfKeys: 1, lua: HIT_SCRIPT })
     // Without a listener ioredis prints every connection error to the console. Failures reach
-    // the limiter as rejected hits, and it logs them without flooding (rate-limit/outage-log.ts).
+    // the limiter as rejected hits, and it logs them without flooding (outage-log.ts).
     this.#redis.on('error', () => {})
   }
 

@@ -9,10 +9,13 @@
 // (refused or reset connections, timeouts, a server shutting down) becomes a
 // StoreUnavailableError, which the HTTP layer answers with 503. Timeouts bound every wait, so a
 // request never hangs on a dead network, and the pool opens fresh connections once the database
-// is back, so the service recovers by itself.
+// is back, so the service recovers by itself. The outage is logged once when it starts, at
+// intervals while it lasts and once when it ends (outages.ts), not once per request.
 import { Client, type ClientConfig, type CustomTypesConfig, Pool, types } from 'pg'
 import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
+import type { OutageLogger } from '../outage-log.ts'
 import { postgresMigrations } from './migrations/postgres.ts'
+import { StoreOutages } from './outages.ts'
 import {
   type ApiKeyRecord,
   type ApiKeyRepository,
@@ -206,6 +209,8 @@ class Database {
   readonly #pool: Pool
   readonly #running = new Set<Promise<unknown>>()
   #closing = false
+  /** D16: every query that finds the database away, and every answer once it is back. */
+  readonly outages = new StoreOutages()
 
   constructor(pool: Pool) {
     this.#pool = pool
@@ -224,9 +229,12 @@ class Database {
     this.#running.add(running)
     try {
       const result = await running
+      this.outages.succeeded()
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 }
     } catch (err) {
-      throw unavailableIfConnectionLost(err)
+      const sorted = unavailableIfConnectionLost(err)
+      if (sorted instanceof StoreUnavailableError) this.outages.failed(sorted)
+      throw sorted
     } finally {
       this.#running.delete(running)
     }
@@ -287,6 +295,10 @@ class PostgresStore implements Store {
 
   async ping(): Promise<void> {
     await this.#db.query({ name: 'ping', text: 'SELECT 1' }, [], PING_TIMEOUT_MS)
+  }
+
+  reportOutagesTo(log: OutageLogger): void {
+    this.#db.outages.logTo(log)
   }
 
   async close(): Promise<void> {

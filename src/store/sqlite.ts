@@ -9,11 +9,28 @@
 // instead (its own connection; the loop serving requests meanwhile) was measured and dropped:
 // no faster at 50 connections, 6–17% slower at 10, with the server on one core (the thread's
 // hand-offs cost more than the fsync wait they save; docs/benchmarks.md).
+//
+// D16: no wait blocks the event loop, and a failing disk is a 503 said once (sqlite-failures.ts):
+// a lock held by another process is waited for in short tries on timers; a full, read-only or
+// failing disk answers 503 with what happened, is logged once (outages.ts), and turns readiness
+// 503 until a write commits again.
 import { existsSync, linkSync, mkdirSync, rmSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { backup, DatabaseSync, type StatementSync } from 'node:sqlite'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
+import type { OutageLogger } from '../outage-log.ts'
 import { sqliteMigrations } from './migrations/sqlite.ts'
+import { StoreOutages } from './outages.ts'
+import {
+  Backoff,
+  BUSY_TIMEOUT_MS,
+  isBusy,
+  LOCK_TIMEOUT_MS,
+  lockedError,
+  retryWhileBusy,
+  sortSqliteError,
+} from './sqlite-failures.ts'
 import {
   type ApiKeyRecord,
   type ApiKeyRepository,
@@ -29,6 +46,8 @@ import {
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:'. */
   path: string
+  /** How long a write waits for another process's lock before a 503 (default 5 s). */
+  lockTimeoutMs?: number
 }
 
 /** A pets row, selected as PET_COLUMNS, as node:sqlite returns it with setReturnArrays. */
@@ -44,17 +63,14 @@ interface ApiKeyRow {
 
 const PET_COLUMNS = 'id, name, category_id, status'
 
-const SQLITE_BUSY = 5
+/** Readiness answers quickly: a write probe waits this long at most for a lock. */
+const PROBE_TIMEOUT_MS = 1_000
 
-/** Another process held the write lock past the busy timeout: retryable, so a 503, not a 500. */
-function unavailableIfBusy(err: unknown): unknown {
-  const code = (err as { errcode?: number }).errcode
-  return code !== undefined && (code & 0xff) === SQLITE_BUSY
-    ? new StoreUnavailableError('the SQLite database stayed locked past the busy timeout', {
-        cause: err,
-      })
-    : err
-}
+/**
+ * Readiness while writes fail writes this much, so that "ready" means room for more than the
+ * smallest write: a one-row probe can fit in the space a failed batch left allocated.
+ */
+const PROBE_HEADROOM_BYTES = 64 * 1024
 
 function toPet(row: PetRow): Pet {
   const pet: Pet = { id: row[0], name: row[1], categoryId: row[2] }
@@ -86,11 +102,13 @@ function toApiKey(row: ApiKeyRow): ApiKeyRecord {
 export function openSqliteStore(options: SqliteStoreOptions): Store {
   try {
     if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true })
-    // timeout: wait up to 5 s for a lock held by another process (the CLI, another instance).
-    const db = new DatabaseSync(options.path, { timeout: 5000 })
+    // Opening may wait for a lock the long way: nothing is served yet. Every later statement
+    // waits only BUSY_TIMEOUT_MS per try (sqlite-failures.ts).
+    const db = new DatabaseSync(options.path, { timeout: LOCK_TIMEOUT_MS })
     db.exec('PRAGMA journal_mode = WAL')
     db.exec('PRAGMA synchronous = FULL')
-    return new SqliteStore(db)
+    db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
+    return new SqliteStore(db, new Attempts(options.lockTimeoutMs ?? LOCK_TIMEOUT_MS))
   } catch (err) {
     throw new StoreOpenError(`cannot open the SQLite database ${options.path}`, { cause: err })
   }
@@ -119,9 +137,13 @@ export async function backupSqliteDatabase(sourcePath: string, targetPath: strin
   }
   if (existsSync(targetPath)) throw new Error(`${targetPath} exists already; choose a new file`)
   const partial = `${targetPath}.partial-${process.pid}`
-  const source = new DatabaseSync(sourcePath, { timeout: 5000 })
+  const source = new DatabaseSync(sourcePath, { timeout: BUSY_TIMEOUT_MS })
   try {
-    const pages = await backup(source, partial, { rate: ALL_PAGES })
+    // A copy that finds the file locked starts again, like every other write (sqlite-failures.ts).
+    const pages = await retryWhileBusy(
+      () => backup(source, partial, { rate: ALL_PAGES }),
+      LOCK_TIMEOUT_MS,
+    )
     // A link, unlike a rename, fails if the target has appeared meanwhile.
     linkSync(partial, targetPath)
     return pages
@@ -134,88 +156,182 @@ export async function backupSqliteDatabase(sourcePath: string, targetPath: strin
 /** The largest step node:sqlite accepts (a positive int32): every page at once. */
 const ALL_PAGES = 2 ** 31 - 1
 
+/**
+ * What every statement goes through, shared by the store and its repositories: the lock is
+ * waited for on timers, failures are sorted and reported once (outages.ts), and the last failure
+ * is kept while writes fail, for readiness.
+ */
+class Attempts {
+  readonly lockTimeoutMs: number
+  readonly outages = new StoreOutages()
+  /** Set while writes fail (the last failure); cleared by the next write that commits. */
+  failing: StoreUnavailableError | undefined
+
+  constructor(lockTimeoutMs: number) {
+    this.lockTimeoutMs = lockTimeoutMs
+  }
+
+  /** Runs one write (a statement or a whole transaction) with retries while locked. */
+  async write<T>(attempt: () => T, timeoutMs = this.lockTimeoutMs): Promise<T> {
+    let result: T
+    try {
+      result = await retryWhileBusy(attempt, timeoutMs)
+    } catch (err) {
+      throw this.failed(err)
+    }
+    this.committed()
+    return result
+  }
+
+  /**
+   * Reads need no lock in WAL mode; a rare wait (WAL recovery) is retried the same way. The
+   * first try is a plain call: reads are the hot path.
+   */
+  read<T>(attempt: () => T): T | Promise<T> {
+    try {
+      return attempt()
+    } catch (err) {
+      if (isBusy(err)) return this.#readLater(attempt)
+      // A failed read is reported too (never silent); only a commit ends an outage.
+      throw this.failed(err)
+    }
+  }
+
+  async #readLater<T>(attempt: () => T): Promise<T> {
+    try {
+      return await retryWhileBusy(attempt, this.lockTimeoutMs)
+    } catch (err) {
+      throw this.failed(err)
+    }
+  }
+
+  /** Sorts `err`; a 503 is reported for `count` operations and kept for readiness. */
+  failed(err: unknown, count = 1): unknown {
+    const sorted = sortSqliteError(err)
+    if (sorted instanceof StoreUnavailableError) {
+      this.failing = sorted
+      this.outages.failed(sorted, count)
+    }
+    return sorted
+  }
+
+  committed(): void {
+    this.failing = undefined
+    this.outages.succeeded()
+  }
+}
+
 class SqliteStore implements Store {
   readonly engine = 'sqlite'
   readonly #db: DatabaseSync
+  readonly #attempts: Attempts
   #pets: SqlitePetRepository | undefined
   #apiKeys: SqliteApiKeyRepository | undefined
+  #probe: StatementSync | undefined
 
-  constructor(db: DatabaseSync) {
+  constructor(db: DatabaseSync, attempts: Attempts) {
     this.#db = db
+    this.#attempts = attempts
   }
 
   // Repositories prepare their statements against the migrated schema, so they are built on
   // first use, after migrate().
   get pets(): SqlitePetRepository {
-    this.#pets ??= new SqlitePetRepository(this.#db)
+    this.#pets ??= new SqlitePetRepository(this.#db, this.#attempts)
     return this.#pets
   }
 
   get apiKeys(): SqliteApiKeyRepository {
-    this.#apiKeys ??= new SqliteApiKeyRepository(this.#db)
+    this.#apiKeys ??= new SqliteApiKeyRepository(this.#db, this.#attempts)
     return this.#apiKeys
+  }
+
+  reportOutagesTo(log: OutageLogger): void {
+    this.#attempts.outages.logTo(log)
   }
 
   async migrate(): Promise<number[]> {
     const db = this.#db
-    db.exec(
-      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
-    )
     // IMMEDIATE takes the write lock first, so two processes starting together apply each
-    // migration once: the second waits, then sees it applied.
-    db.exec('BEGIN IMMEDIATE')
-    try {
-      const applied = new Set(
-        db
-          .prepare('SELECT version FROM schema_migrations')
-          .all()
-          .map((row) => Number(row.version)),
-      )
-      const record = db.prepare(
-        'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
-      )
-      const done: number[] = []
-      for (const migration of sqliteMigrations) {
-        if (applied.has(migration.version)) continue
-        db.exec(migration.sql)
-        record.run(migration.version, migration.name, new Date().toISOString())
-        done.push(migration.version)
+    // migration once: the second waits (on timers), then sees it applied.
+    return this.#attempts.write(() => {
+      db.exec('BEGIN IMMEDIATE')
+      try {
+        db.exec(
+          'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
+        )
+        const applied = new Set(
+          db
+            .prepare('SELECT version FROM schema_migrations')
+            .all()
+            .map((row) => Number(row.version)),
+        )
+        const record = db.prepare(
+          'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
+        )
+        const done: number[] = []
+        for (const migration of sqliteMigrations) {
+          if (applied.has(migration.version)) continue
+          db.exec(migration.sql)
+          record.run(migration.version, migration.name, new Date().toISOString())
+          done.push(migration.version)
+        }
+        db.exec('COMMIT')
+        return done
+      } catch (err) {
+        if (db.isTransaction) db.exec('ROLLBACK')
+        throw err
       }
-      db.exec('COMMIT')
-      return done
-    } catch (err) {
-      db.exec('ROLLBACK')
-      throw err
-    }
+    })
   }
 
+  /**
+   * While writes fail, readiness proves a write: `SELECT 1` succeeds on a full disk. The probe
+   * commits a row (with some headroom) in the one-row write_probe table, and its success ends
+   * the outage.
+   */
   async ping(): Promise<void> {
-    this.#db.prepare('SELECT 1').get()
+    if (this.#attempts.failing === undefined) {
+      this.#db.prepare('SELECT 1').get()
+      return
+    }
+    this.#probe ??= this.#db.prepare(
+      `UPDATE write_probe SET written_at = ?, headroom = zeroblob(${PROBE_HEADROOM_BYTES}) WHERE id = 1`,
+    )
+    const probe = this.#probe
+    await this.#attempts.write(() => probe.run(new Date().toISOString()), PROBE_TIMEOUT_MS)
   }
 
   async close(): Promise<void> {
     if (!this.#db.isOpen) return
-    this.#pets?.flush()
+    await this.#pets?.drain()
     this.#db.close()
   }
 }
 
 interface PendingCreate {
   pet: NewPet
+  /** Date.now() past which it stops waiting for a lock: lockTimeoutMs from when it was queued. */
+  deadline: number
   resolve: (pet: Pet) => void
   reject: (err: unknown) => void
 }
 
 class SqlitePetRepository implements PetRepository {
   readonly #db: DatabaseSync
+  readonly #attempts: Attempts
   readonly #insert: StatementSync
   readonly #get: StatementSync
   readonly #list: StatementSync
   readonly #listByStatus: StatementSync
   #pending: PendingCreate[] = []
+  /** Set while the queue waits for another process's lock: the pauses, the next try. */
+  #backoff: Backoff | undefined
+  #retry: NodeJS.Timeout | undefined
 
-  constructor(db: DatabaseSync) {
+  constructor(db: DatabaseSync, attempts: Attempts) {
     this.#db = db
+    this.#attempts = attempts
     this.#insert = db.prepare('INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)')
     this.#get = preparePetQuery(db, `SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`)
     this.#list = preparePetQuery(
@@ -230,21 +346,42 @@ class SqlitePetRepository implements PetRepository {
 
   create(pet: NewPet): Promise<Pet> {
     return new Promise((resolve, reject) => {
-      this.#pending.push({ pet, resolve, reject })
-      // The first create of a turn schedules the commit; the rest of the turn joins it.
+      const deadline = Date.now() + this.#attempts.lockTimeoutMs
+      this.#pending.push({ pet, deadline, resolve, reject })
+      // The first create of a turn schedules the commit; the rest of the turn joins it. While
+      // the queue waits for a lock, a try is already scheduled and new creates join it too.
       if (this.#pending.length === 1) setImmediate(() => this.flush())
     })
   }
 
-  /** Inserts every queued create in one transaction and settles their promises. */
+  /**
+   * One try: inserts every queued create in one transaction and settles their promises. If
+   * another process holds the lock, the queue waits on a timer for the next try (new creates
+   * join it), and the creates whose deadline has passed get a 503.
+   */
   flush(): void {
+    clearTimeout(this.#retry)
+    this.#retry = undefined
     const batch = this.#pending
     if (batch.length === 0) return
-    this.#pending = []
     const db = this.#db
+    try {
+      // IMMEDIATE: the write lock is taken here, at the start, or not at all; a deferred BEGIN
+      // could find it taken only at the first insert.
+      db.exec('BEGIN IMMEDIATE')
+    } catch (err) {
+      if (isBusy(err)) {
+        this.#waitForLock(err)
+      } else {
+        this.#backoff = undefined
+        this.#fail(batch.splice(0), err)
+      }
+      return
+    }
+    this.#pending = []
+    this.#backoff = undefined
     let created: Pet[]
     try {
-      db.exec('BEGIN')
       // run() and lastInsertRowid, not INSERT … RETURNING with get(): a statement left open
       // by get() stops SQLite from checkpointing and the -wal file grows without bound.
       created = batch.map(({ pet }) => {
@@ -254,37 +391,74 @@ class SqlitePetRepository implements PetRepository {
       db.exec('COMMIT')
     } catch (err) {
       if (db.isTransaction) db.exec('ROLLBACK')
-      for (const { reject } of batch) reject(unavailableIfBusy(err))
+      this.#fail(batch, err)
       return
     }
+    this.#attempts.committed()
     batch.forEach(({ resolve }, i) => {
       resolve(created[i] as Pet)
     })
   }
 
+  /** Every create queued now has settled: waits out the tries already scheduled. */
+  async drain(): Promise<void> {
+    this.flush()
+    while (this.#pending.length > 0) await sleep(BUSY_TIMEOUT_MS)
+  }
+
+  #waitForLock(busy: unknown): void {
+    const now = Date.now()
+    // Deadlines follow queue order: every create waits lockTimeoutMs from when it was queued.
+    const stillWaiting = this.#pending.findIndex((create) => create.deadline > now)
+    const gaveUp = this.#pending.splice(
+      0,
+      stillWaiting === -1 ? this.#pending.length : stillWaiting,
+    )
+    if (gaveUp.length > 0) this.#fail(gaveUp, lockedError(busy))
+    const next = this.#pending[0]
+    if (next === undefined) {
+      this.#backoff = undefined
+      return
+    }
+    this.#backoff ??= new Backoff()
+    const pause = Math.min(this.#backoff.next(), next.deadline - now)
+    this.#retry = setTimeout(() => this.flush(), pause)
+  }
+
+  #fail(batch: PendingCreate[], err: unknown): void {
+    const failure = this.#attempts.failed(err, batch.length)
+    for (const { reject } of batch) reject(failure)
+  }
+
   async get(id: number): Promise<Pet | undefined> {
-    const row = this.#get.get(id) as unknown as PetRow | undefined
+    const row = (await this.#attempts.read(() => this.#get.get(id))) as unknown as
+      | PetRow
+      | undefined
     return row && toPet(row)
   }
 
   async list({ limit, status, afterId }: ListPetsQuery): Promise<PetPage> {
     // One row more than asked tells whether another page follows.
-    const rows = (status === undefined
-      ? this.#list.all(afterId, limit + 1)
-      : this.#listByStatus.all(status, afterId, limit + 1)) as unknown as PetRow[]
+    const rows = (await this.#attempts.read(() =>
+      status === undefined
+        ? this.#list.all(afterId, limit + 1)
+        : this.#listByStatus.all(status, afterId, limit + 1),
+    )) as unknown as PetRow[]
     const hasMore = rows.length > limit
     return { pets: rows.slice(0, limit).map(toPet), hasMore }
   }
 }
 
 class SqliteApiKeyRepository implements ApiKeyRepository {
+  readonly #attempts: Attempts
   readonly #insert: StatementSync
   readonly #findActive: StatementSync
   readonly #list: StatementSync
   readonly #revoke: StatementSync
   readonly #countActive: StatementSync
 
-  constructor(db: DatabaseSync) {
+  constructor(db: DatabaseSync, attempts: Attempts) {
+    this.#attempts = attempts
     this.#insert = db.prepare(
       'INSERT INTO api_keys (id, name, hint, hash, created_at) VALUES (?, ?, ?, ?, ?)',
     )
@@ -300,25 +474,29 @@ class SqliteApiKeyRepository implements ApiKeyRepository {
 
   async create(key: NewApiKeyRecord): Promise<ApiKeyRecord> {
     const createdAt = new Date()
-    this.#insert.run(key.id, key.name, key.hint, key.hash, createdAt.toISOString())
+    await this.#attempts.write(() =>
+      this.#insert.run(key.id, key.name, key.hint, key.hash, createdAt.toISOString()),
+    )
     return { id: key.id, name: key.name, hint: key.hint, createdAt }
   }
 
   async findActiveByHash(hash: string): Promise<string | undefined> {
-    const row = this.#findActive.get(hash)
+    const row = await this.#attempts.read(() => this.#findActive.get(hash))
     return row === undefined ? undefined : String(row.id)
   }
 
   async list(): Promise<ApiKeyRecord[]> {
-    return (this.#list.all() as unknown as ApiKeyRow[]).map(toApiKey)
+    const rows = await this.#attempts.read(() => this.#list.all())
+    return (rows as unknown as ApiKeyRow[]).map(toApiKey)
   }
 
   async revoke(id: string): Promise<boolean> {
-    const { changes } = this.#revoke.run(new Date().toISOString(), id)
+    const revokedAt = new Date().toISOString()
+    const { changes } = await this.#attempts.write(() => this.#revoke.run(revokedAt, id))
     return Number(changes) > 0
   }
 
   async countActive(): Promise<number> {
-    return Number(this.#countActive.get()?.n)
+    return Number((await this.#attempts.read(() => this.#countActive.get()))?.n)
   }
 }

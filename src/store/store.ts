@@ -2,6 +2,7 @@
 // (sqlite.ts; postgres.ts), each proven by the shared contract suite in test/store.
 // The store knows nothing of HTTP; it speaks in the contract's types.
 import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
+import type { OutageLogger } from '../outage-log.ts'
 
 export interface ListPetsQuery {
   limit: number
@@ -57,18 +58,42 @@ export interface Store {
   readonly apiKeys: ApiKeyRepository
   /** Applies pending migrations; returns the versions it applied. */
   migrate(): Promise<number[]>
-  /** Throws when the database cannot be reached (readiness). */
+  /**
+   * Throws when the database cannot be reached, or cannot be written while writes fail
+   * (readiness).
+   */
   ping(): Promise<void>
   /** Finishes pending writes, then closes. */
   close(): Promise<void>
+  /**
+   * Where the store says that it fails and that it works again, once each (outages.ts), rather
+   * than each request saying it. Silent until called. Optional so that a test double need not.
+   */
+  reportOutagesTo?(log: OutageLogger): void
+}
+
+export interface StoreUnavailableOptions extends ErrorOptions {
+  /** What a client may be told; no internals. */
+  reason?: string
+  /** The Retry-After a client is given. */
+  retryAfterSeconds?: number
 }
 
 /**
- * The database cannot be reached or is locked past its timeout: the request may succeed if
- * retried later. The HTTP layer answers 503 `unavailable` (D4) instead of 500.
+ * The database cannot be reached, is locked past its timeout, or cannot be written (a full or
+ * read-only disk, an I/O error): the request may succeed if retried later. The HTTP layer answers
+ * 503 `unavailable` (D4, D16) with `reason` and Retry-After, instead of 500.
  */
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError'
+  readonly reason: string
+  readonly retryAfterSeconds: number
+
+  constructor(message: string, options: StoreUnavailableOptions = {}) {
+    super(message, options)
+    this.reason = options.reason ?? 'the database is unreachable'
+    this.retryAfterSeconds = options.retryAfterSeconds ?? 1
+  }
 }
 
 /** The database cannot be opened at all (a path that cannot be made, a file that is no database). */

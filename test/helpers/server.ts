@@ -4,12 +4,14 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import { type AppParts, buildApp } from '../../src/app.ts'
 import type { Clock } from '../../src/clock.ts'
-import type { DeploymentEnv } from '../../src/config.ts'
+import { type ConnectionLimits, type DeploymentEnv, loadConfig } from '../../src/config.ts'
+import { httpServerParts } from '../../src/http-server.ts'
 import { issueApiKey } from '../../src/keys/issue.ts'
 import { createKeyVerifier } from '../../src/keys/verifier.ts'
+import { securityHeaders } from '../../src/plugins/security.ts'
 import type { Lifecycle } from '../../src/routes/health.ts'
 import { openPostgresStore } from '../../src/store/postgres.ts'
 import { openSqliteStore } from '../../src/store/sqlite.ts'
@@ -49,10 +51,12 @@ export interface TestServerOptions {
   env?: DeploymentEnv
   bootstrapKeys?: string[]
   lifecycle?: Lifecycle
-  /** D16; off unless given. */
+  /** D16's load shedding; off unless given. */
   loadShedding?: AppParts['loadShedding']
-  /** Fastify's logger option; off unless given. */
-  logger?: AppParts['logger']
+  /** D16's connection limits; the defaults of the configuration unless given. */
+  connections?: Partial<ConnectionLimits>
+  /** Fastify's logger option (e.g. a stream the test reads); off unless given. */
+  logger?: FastifyServerOptions['logger']
 }
 
 export interface TestServer {
@@ -141,8 +145,13 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     }),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.loadShedding ? { loadShedding: options.loadShedding } : {}),
-    ...(options.logger ? { logger: options.logger } : {}),
     lifecycle,
+    logger: options.logger,
+    // The process's own server and its HTTP-layer errors (D16), as server.ts wires them.
+    http: httpServerParts(
+      { ...loadConfig({}).connections, ...options.connections },
+      await securityHeaders(),
+    ),
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const address = app.server.address()

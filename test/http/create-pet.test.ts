@@ -1,6 +1,7 @@
 // createPet (POST /v1/pets), as the interface and D6 define it: the 201, every way a body can be
-// invalid (and that nothing is stored then), media type and size limits, exact round trips of
-// names and int64 values, and concurrent creates. Black-box over HTTP against a listening server.
+// invalid (and that nothing is stored then), unknown fields all named in one message, media type
+// and size limits, exact round trips of names and int64 values, and concurrent creates.
+// Black-box over HTTP against a listening server.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { createPet, errorOf, startServer, type TestServer } from '../helpers/server.ts'
@@ -309,6 +310,40 @@ describe('createPet (POST /v1/pets)', () => {
       assert.match(error.message, /\bname\b/)
       assert.match(error.message, /\b200\b/)
       assert.deepEqual(await listAll(server), before, 'no pet was created')
+    })
+  })
+
+  describe('unknown fields: one message names them all (D6)', () => {
+    async function refusedFor(raw: string): Promise<string> {
+      const before = await listAll(server)
+      const response = await postRaw(server, raw)
+      assert.equal(response.status, 400)
+      const error = await errorOf(response)
+      assert.equal(error.code, 'invalid_request')
+      assert.deepEqual(await listAll(server), before, 'no pet was created')
+      return error.message
+    }
+
+    test('"id" and "colour" → both named, in the order sent', async () => {
+      assert.equal(
+        await refusedFor('{"id":7,"name":"Rex","categoryId":1,"colour":"red"}'),
+        'body has unknown fields: "id", "colour"; a NewPet has only name, categoryId and status',
+      )
+    })
+
+    test('one unknown field is named alone', async () => {
+      assert.equal(
+        await refusedFor('{"name":"Rex","categoryId":1,"tag":"x"}'),
+        'body has an unknown field "tag"; a NewPet has only name, categoryId and status',
+      )
+    })
+
+    test('fifty unknown fields, around the known ones → all fifty named', async () => {
+      const extra = Array.from({ length: 50 }, (_, i) => `f${i}`)
+      const members = extra.map((key) => `"${key}":1`)
+      members.splice(20, 0, '"name":"Rex"', '"categoryId":1')
+      const message = await refusedFor(`{${members.join(',')}}`)
+      assert.ok(message.includes(`: ${extra.map((key) => `"${key}"`).join(', ')};`), message)
     })
   })
 

@@ -69,6 +69,7 @@ describe('health and readiness (D1, D11)', () => {
     assert.equal(body.code, 'unavailable')
     assert.match(body.message, /shutting down/)
     assert.ok(ready.headers.get('x-request-id'))
+    assert.equal(ready.headers.get('retry-after'), '1', 'a 503 says when to retry, as every 503')
 
     const alive = await fetch(`${server.url}/healthz`)
     assert.equal(alive.status, 200)
@@ -128,6 +129,7 @@ describe('readiness with an unreachable store', () => {
     pingFails = true
     const response = await fetch(`${server.url}/readyz`)
     assert.equal(response.status, 503)
+    assert.equal(response.headers.get('retry-after'), '1')
     const text = await response.clone().text()
     const body = await errorOf(response)
     assert.equal(body.code, 'unavailable')

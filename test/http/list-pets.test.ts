@@ -237,6 +237,10 @@ describe('listPets (GET /v1/pets)', () => {
     test('an unknown parameter is refused even beside valid ones', async () => {
       await assertInvalid(server, '/v1/pets?limit=5&status=sold&foo=bar', '"foo"')
     })
+
+    test('several unknown parameters are all named in one message', async () => {
+      await assertInvalid(server, '/v1/pets?foo=1&limit=5&page=2', 'parameters "foo", "page"')
+    })
   })
 
   describe('order and body', () => {

@@ -7,7 +7,7 @@ import type { LogLevel } from '../../src/config.ts'
 import { generateApiKey } from '../../src/keys/api-key.ts'
 import { issueApiKey } from '../../src/keys/issue.ts'
 import { createKeyVerifier } from '../../src/keys/verifier.ts'
-import { loggerOptions } from '../../src/server.ts'
+import { loggerOptions } from '../../src/logging.ts'
 import type { Store } from '../../src/store/store.ts'
 import { openTestStore } from '../helpers/server.ts'
 
@@ -212,6 +212,29 @@ describe('logging: redaction of the Authorization header (D8)', () => {
     }
     assert.equal((withHeaders.headers as Record<string, string>).authorization, '[redacted]')
     assert.ok(!logged.text().includes(secret))
+  })
+
+  it('credentials in the URL never reach the log, whatever the parameter or path (D16)', async () => {
+    const key = generateApiKey('production')
+    const opaque = 'opaque-secret-value-0123456789'
+    const paths = [
+      `/v1/pets?access_token=${opaque}`,
+      `/v1/pets?limit=5&api_key=${opaque}`,
+      `/v1/pets?Token=${opaque}&status=sold`,
+      `/v1/pets?key=${opaque}`,
+      `/v1/pets?q=${key}`,
+      `/v1/pets/${key}`,
+    ]
+    for (const path of paths) await fetch(logged.url + path)
+    const text = logged.text()
+    assert.ok(!text.includes(opaque), 'a credential-like parameter is redacted')
+    assert.ok(!text.includes(key), 'a key of ours is redacted anywhere in the URL')
+    const urls = logged
+      .lines()
+      .map((line) => (line.req as { url?: string } | undefined)?.url)
+      .filter((url) => url !== undefined)
+    assert.ok(urls.includes('/v1/pets?limit=5&api_key=[redacted]'), JSON.stringify(urls))
+    assert.ok(urls.includes('/v1/pets?Token=[redacted]&status=sold'))
   })
 })
 

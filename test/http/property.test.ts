@@ -1,7 +1,9 @@
-// Property-based black-box tests: random invalid bodies, query strings, petIds and
-// Authorization headers always get a 4xx Error body {code, message, status} whose status is the
-// HTTP status (D4), and never change the data. Generators filter out everything valid, with an
-// oracle written from the interface and D5–D7 (docs/decisions.md), not from the service's code.
+// Property-based black-box tests: random invalid bodies (bad JSON, bad UTF-8, repeated keys),
+// query strings, petIds and Authorization headers always get a 4xx Error body {code, message,
+// status} whose status is the HTTP status (D4), and never change the data; random valid bodies,
+// astral characters included, are stored byte for byte. Generators filter out everything valid,
+// with an oracle written from the interface, D5–D7 and D16 (docs/decisions.md) and RFC 8259, not
+// from the service's code.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import fc from 'fast-check'
@@ -168,6 +170,102 @@ const invalidBodyText = fc
     rawText,
   )
   .filter((text) => !mayBeValidBodyText(text))
+
+/** Is this byte string well-formed UTF-8? (The oracle: a fatal decoder, RFC 3629.) */
+function isUtf8(bytes: Uint8Array): boolean {
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Byte strings that are not UTF-8 (RFC 3629) and hold nothing JSON would stop a string at (no
+ * control character, `"` or `\`): random bytes, and the ill-formed sequences decoders get wrong
+ * (overlong forms, encoded surrogates, code points past U+10FFFF, sequences cut short), mixed
+ * with well-formed characters.
+ */
+const notUtf8 = fc
+  .array(
+    fc.oneof(
+      fc.uint8Array({ minLength: 1, maxLength: 6 }).map((b) => [...b]),
+      fc.constantFrom(
+        [0xc0, 0xaf],
+        [0xc1, 0xbf],
+        [0xe0, 0x80, 0xaf],
+        [0xe0, 0x9f, 0xbf],
+        [0xed, 0xa0, 0x80],
+        [0xed, 0xbf, 0xbf],
+        [0xf0, 0x80, 0x80, 0xaf],
+        [0xf4, 0x90, 0x80, 0x80],
+        [0xf8, 0x88, 0x80, 0x80, 0x80],
+        [0xfe],
+        [0xff],
+        [0x80],
+        [0xbf],
+        [0xe2, 0x82],
+        [0xf0, 0x9f, 0x90],
+        [0xc3],
+      ),
+      fc.string({ unit: 'binary', minLength: 1, maxLength: 3 }).map((t) => [...Buffer.from(t)]),
+    ),
+    { minLength: 1, maxLength: 5 },
+  )
+  .map((pieces) =>
+    Uint8Array.from(pieces.flat().filter((b) => b >= 0x20 && b !== 0x22 && b !== 0x5c)),
+  )
+  .filter((b) => b.length > 0 && !isUtf8(b))
+
+/** A valid NewPet as UTF-8 with bytes that are not UTF-8 put into its name; where they start. */
+const bodyWithBadUtf8 = fc
+  .tuple(validName, fc.nat(), notUtf8, fc.integer({ min: 1, max: 1000 }))
+  .map(([name, at, bad, categoryId]) => {
+    const points = [...name]
+    const cut = at % (points.length + 1)
+    const head = Buffer.from(
+      `{"name":${JSON.stringify(points.slice(0, cut).join('')).slice(0, -1)}`,
+      'utf8',
+    )
+    const tail = Buffer.from(
+      `${JSON.stringify(points.slice(cut).join('')).slice(1)},"categoryId":${categoryId}}`,
+      'utf8',
+    )
+    return {
+      body: Buffer.concat([head, bad, tail]),
+      badFrom: head.length,
+      badTo: head.length + bad.length,
+    }
+  })
+
+/** A valid NewPet's JSON text with one of its keys written again, at times spelt with escapes. */
+const bodyWithRepeatedKey = fc
+  .tuple(
+    fc.record(
+      {
+        name: validName,
+        categoryId: fc.integer({ min: 1, max: 1000 }),
+        status: fc.constantFrom(...STATUSES),
+      },
+      { requiredKeys: ['name', 'categoryId'] },
+    ),
+    fc.nat(),
+    fc.nat(),
+    fc.boolean(),
+    // Any JSON value but a number with a fraction or exponent, which is refused for itself.
+    fc.jsonValue({ maxDepth: 1 }).filter((value) => !/\d[.eE]/.test(JSON.stringify(value))),
+  )
+  .map(([pet, which, where, escaped, value]) => {
+    const members = Object.entries(pet).map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`)
+    const key = Object.keys(pet)[which % Object.keys(pet).length] ?? 'name'
+    // "\u006e" is "n", and so on: the same key once unescaped.
+    const spelt = escaped
+      ? `"${[...key].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}"`
+      : JSON.stringify(key)
+    members.splice(where % (members.length + 1), 0, `${spelt}:${JSON.stringify(value)}`)
+    return { body: `{${members.join(',')}}`, key, members: members.length }
+  })
 
 const badQueryEntry: fc.Arbitrary<[string, string]> = fc.oneof(
   anyString
@@ -355,6 +453,14 @@ describe('property: invalid requests are refused with an Error body and change n
     // Every generator yields only invalid inputs (a sample, checked against the oracle).
     for (const text of fc.sample(invalidBodyText, 300)) assert.ok(!mayBeValidBodyText(text), text)
     for (const id of fc.sample(invalidPetId, 300)) assert.ok(!isCanonicalInteger(id, 1n), id)
+    for (const { body } of fc.sample(bodyWithBadUtf8, 300)) assert.ok(!isUtf8(body))
+    // A repeat is real: JSON.parse, which keeps one of each key, sees one member fewer.
+    for (const { body, key, members } of fc.sample(bodyWithRepeatedKey, 300)) {
+      const parsed = JSON.parse(body) as object
+      assert.equal(Object.keys(parsed).length, members - 1, body)
+      assert.ok(Object.hasOwn(parsed, key), body)
+    }
+    assert.ok(isUtf8(Buffer.from('é🐶')) && !isUtf8(Uint8Array.from([0xed, 0xa0, 0x80])))
   })
 
   test('random invalid JSON bodies → 400 invalid_request, nothing created', async () => {
@@ -366,6 +472,36 @@ describe('property: invalid requests are refused with an Error body and change n
           assert.equal(response.headers.get('location'), null)
         }),
         { numRuns: NUM_RUNS * 2 },
+      ),
+    )
+  })
+
+  test('valid JSON with bytes that are not UTF-8 in it → 400 naming where, nothing created', async () => {
+    await unchanged(() =>
+      fc.assert(
+        fc.asyncProperty(bodyWithBadUtf8, async ({ body, badFrom, badTo }) => {
+          const response = await postRaw(server, body)
+          const error = await expectError(response, 400, 'invalid_request')
+          const at = /not valid UTF-8 \(RFC 8259 §8\.1\).* at byte (\d+) /.exec(error.message)
+          assert.ok(at, error.message)
+          // Everything before the inserted bytes is well-formed, and the first bad sequence
+          // starts among them.
+          const offset = Number(at[1])
+          assert.ok(offset >= badFrom && offset < badTo, `${offset} in [${badFrom}, ${badTo})`)
+        }),
+        { numRuns: NUM_RUNS },
+      ),
+    )
+  })
+
+  test('a valid NewPet with one key written twice → 400 naming the key, nothing created', async () => {
+    await unchanged(() =>
+      fc.assert(
+        fc.asyncProperty(bodyWithRepeatedKey, async ({ body, key }) => {
+          const error = await expectError(await postRaw(server, body), 400, 'invalid_request')
+          assert.ok(error.message.includes(`"${key}" more than once`), error.message)
+        }),
+        { numRuns: NUM_RUNS },
       ),
     )
   })
@@ -525,5 +661,32 @@ describe('property: the oracle is not too strict (valid bodies are accepted)', (
       { numRuns: 100 },
     )
     assert.deepEqual(await listAll(server), created)
+  })
+
+  test('valid names in raw UTF-8, astral characters included → 201, and they read back byte for byte', async () => {
+    const astral = fc
+      .integer({ min: 0x10000, max: 0x10ffff })
+      .map((point) => String.fromCodePoint(point))
+    const name = fc
+      .string({
+        unit: fc.oneof(astral, fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })),
+        minLength: 1,
+        maxLength: 40,
+      })
+      .filter(isValidName)
+    await fc.assert(
+      fc.asyncProperty(name, fc.integer({ min: 1, max: MAX_ID }), async (name, categoryId) => {
+        // JSON.stringify leaves every non-ASCII character as it is: the bytes are raw UTF-8.
+        const body = Buffer.from(JSON.stringify({ name, categoryId }), 'utf8')
+        const response = await postRaw(server, body)
+        assert.equal(response.status, 201, JSON.stringify(name))
+        const pet = (await response.json()) as Pet
+        assert.ok(Buffer.from(pet.name, 'utf8').equals(Buffer.from(name, 'utf8')))
+        const fetched = await server.request(`/v1/pets/${pet.id}`)
+        const stored = Buffer.from(((await fetched.json()) as Pet).name, 'utf8')
+        assert.ok(stored.equals(Buffer.from(name, 'utf8')), 'stored byte for byte')
+      }),
+      { numRuns: NUM_RUNS },
+    )
   })
 })

@@ -5,6 +5,7 @@
 // acknowledged with a 201 is still there.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import { logLines } from '../helpers/logs.ts'
 import {
   ADMIN_URL,
   createTestDatabase,
@@ -155,6 +156,23 @@ describe('the database goes away and comes back', { skip }, () => {
       assert.equal(error.status, 503)
       for (const leak of INTERNALS) assert.doesNotMatch(error.message, leak)
     }
+  })
+
+  test('the log says the outage once as it starts and once as it ends, not per request', () => {
+    const lines = logLines(service.stdout())
+    const database = lines.filter((line) => /^the database/.test(line.msg ?? ''))
+    const started = database.filter((line) => /fails/.test(line.msg ?? ''))
+    const ended = database.filter((line) => /works again/.test(line.msg ?? ''))
+    // Two outages: the second, within a minute of the first, may fold into its lines.
+    assert.ok(started.length >= 1 && started.length <= 2, JSON.stringify(database))
+    assert.ok(ended.length >= 1 && ended.length <= 2, JSON.stringify(database))
+    assert.equal(started[0]?.reason, 'the database is unreachable')
+    assert.ok(started[0]?.err, 'the first line carries the cause')
+    assert.equal(
+      lines.filter((line) => line.msg === 'request failed').length,
+      0,
+      'no line per failed request',
+    )
   })
 
   test('no acknowledged pet was lost', async () => {

@@ -3,6 +3,8 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { NewPet } from '../../src/contract/schemas.ts'
 import { hashApiKey } from '../../src/keys/api-key.ts'
+import { postgresMigrations } from '../../src/store/migrations/postgres.ts'
+import { sqliteMigrations } from '../../src/store/migrations/sqlite.ts'
 import type { Store } from '../../src/store/store.ts'
 
 export interface StoreFixture {
@@ -27,7 +29,12 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
     before(async () => {
       fixture = await makeFixture()
       store = await fixture.open()
-      assert.deepEqual(await store.migrate(), [1], 'the first migrate applies every version')
+      const all = store.engine === 'sqlite' ? sqliteMigrations : postgresMigrations
+      assert.deepEqual(
+        await store.migrate(),
+        all.map((migration) => migration.version),
+        'the first migrate applies every version',
+      )
     })
     after(async () => {
       await store.close()

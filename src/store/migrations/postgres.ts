@@ -1,5 +1,6 @@
-// Versioned schema for PostgreSQL: the same versions as sqlite.ts, in PostgreSQL's types.
-// Append new versions; never edit one that has shipped.
+// Versioned schema for PostgreSQL: the versions of sqlite.ts, in PostgreSQL's types. A version
+// number means the same change in both lists; one an engine does not need is absent from its list
+// (2, SQLite's write probe for readiness). Append new versions; never edit one that has shipped.
 import type { Migration } from './migration.ts'
 
 export const postgresMigrations: Migration[] = [

@@ -26,4 +26,18 @@ export const sqliteMigrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    name: 'write probe',
+    // D16: while writes fail, readiness commits a write to this one row, since a read (SELECT 1)
+    // succeeds on a full disk. PostgreSQL needs none: its failures show on any query.
+    sql: `
+      CREATE TABLE write_probe (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        written_at TEXT NOT NULL,
+        headroom BLOB
+      );
+      INSERT INTO write_probe (id, written_at) VALUES (1, '');
+    `,
+  },
 ]

@@ -2,11 +2,12 @@
 // warning when it starts failing, a reminder at most once a minute, one line when it recovers.
 import assert from 'node:assert/strict'
 import { beforeEach, describe, test } from 'node:test'
-import { OutageLog, type OutageLogger } from '../../src/rate-limit/outage-log.ts'
-import { ManualClock } from '../helpers/server.ts'
+import { OutageLog, type OutageLogger } from '../src/outage-log.ts'
+import { COUNTER_OUTAGE } from '../src/plugins/rate-limit.ts'
+import { ManualClock } from './helpers/server.ts'
 
 interface Line {
-  level: 'warn' | 'info'
+  level: 'error' | 'warn' | 'info'
   fields: Record<string, unknown>
   message: string
 }
@@ -15,6 +16,7 @@ function recorder(): OutageLogger & { lines: Line[] } {
   const lines: Line[] = []
   return {
     lines,
+    error: (fields, message) => lines.push({ level: 'error', fields: { ...fields }, message }),
     warn: (fields, message) => lines.push({ level: 'warn', fields: { ...fields }, message }),
     info: (fields, message) => lines.push({ level: 'info', fields: { ...fields }, message }),
   }
@@ -28,7 +30,7 @@ describe('OutageLog', () => {
 
   beforeEach(() => {
     clock = new ManualClock(Date.UTC(2027, 0, 1))
-    outages = new OutageLog(clock, 60_000)
+    outages = new OutageLog(clock, COUNTER_OUTAGE, 60_000)
     log = recorder()
   })
 

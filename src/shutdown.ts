@@ -1,0 +1,71 @@
+// D11: how a process of `petstore serve` stops. SIGTERM or SIGINT drains: readiness turns 503,
+// in-flight requests finish, the store closes, exit 0. A second signal, or DRAIN_MS, ends the
+// process regardless.
+//
+// One signal can arrive twice. A terminal's Ctrl-C and systemd's default KillMode signal every
+// process of the group, and `npm start` passes its own copy on to the server it runs, so the
+// server gets the signal once directly and once from npm. A signal within REPEAT_MS of the
+// first is that first one, not an operator's "stop now".
+
+/** A lone process, or a cluster worker, drains within this. */
+export const DRAIN_MS = 10_000
+
+/** A termination signal this soon after the first is a copy of it. */
+export const REPEAT_MS = 1000
+
+type Termination = 'SIGTERM' | 'SIGINT'
+
+/**
+ * Calls `first` on the first SIGTERM or SIGINT, and `again` on one that comes REPEAT_MS or more
+ * after it; copies in between are dropped.
+ */
+export function onTerminationSignals(handlers: {
+  first(signal: Termination): void
+  again(signal: Termination): void
+}): void {
+  let firstAt: number | undefined
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      const now = performance.now()
+      if (firstAt === undefined) {
+        firstAt = now
+        handlers.first(signal)
+      } else if (now - firstAt >= REPEAT_MS) {
+        handlers.again(signal)
+      }
+    })
+  }
+}
+
+/** The part of a pino/Fastify logger this needs. */
+interface ShutdownLogger {
+  info(fields: object, message: string): void
+  error(fields: object, message: string): void
+}
+
+/**
+ * Drains with `close`, then exits with `code` (1 if closing fails or takes over DRAIN_MS).
+ * Callers call it once.
+ */
+export function drainAndExit(
+  close: () => Promise<void>,
+  log: ShutdownLogger,
+  reason: object,
+  code: number,
+): void {
+  log.info(reason, 'shutting down')
+  setTimeout(() => {
+    log.error({ waitedMs: DRAIN_MS }, 'did not drain in time')
+    process.exit(1)
+  }, DRAIN_MS).unref()
+  close().then(
+    () => {
+      log.info({}, 'shut down cleanly')
+      process.exit(code)
+    },
+    (err: unknown) => {
+      log.error({ err }, 'shutting down failed')
+      process.exit(1)
+    },
+  )
+}
