@@ -76,6 +76,15 @@ export const loadShedding = fp<LoadSheddingOptions>(
     if (!on) return
 
     const exemptUrls = new Set(exempt)
+    const interval = sampleIntervalMs(maxEventLoopDelayMs)
+    // Starting (loading and compiling code, migrations) stalls the loop once, which is not
+    // overload: without this, the first samples would shed an instance's first requests. The
+    // verdicts count once a whole sample has been taken after the app was ready.
+    let armedAt = Number.POSITIVE_INFINITY
+    app.addHook('onReady', (done) => {
+      armedAt = performance.now() + 2 * interval
+      done()
+    })
     const episode = { startedAt: 0, lastShedAt: 0, shedBefore: 0 }
     let watch: NodeJS.Timeout | undefined
 
@@ -98,11 +107,12 @@ export const loadShedding = fp<LoadSheddingOptions>(
       _type: string,
       delayMs: number | undefined,
     ): ErrorBody | undefined => {
+      const now = performance.now()
+      if (now < armedAt) return undefined // served as usual
       if (request.routeOptions.url !== undefined && exemptUrls.has(request.routeOptions.url)) {
-        return undefined // served as usual
+        return undefined
       }
       shed += 1
-      const now = performance.now()
       episode.lastShedAt = now
       if (watch === undefined) {
         episode.startedAt = now
@@ -131,7 +141,7 @@ export const loadShedding = fp<LoadSheddingOptions>(
 
     await app.register(underPressure, {
       maxEventLoopDelay: maxEventLoopDelayMs,
-      sampleInterval: sampleIntervalMs(maxEventLoopDelayMs),
+      sampleInterval: interval,
       // Its README: a value other than a promise or nullish is sent as the reply, and the
       // request goes no further; nullish lets it through. Its typings allow only void, hence
       // the cast.
