@@ -12,6 +12,7 @@ import { deprecation } from './plugins/deprecation.ts'
 import { draining } from './plugins/draining.ts'
 import { errorHandling, frameworkErrors, methodNotAllowed } from './plugins/errors.ts'
 import { jsonBody } from './plugins/json-body.ts'
+import { type LoadSheddingOptions, loadShedding } from './plugins/load-shedding.ts'
 import { openapi } from './plugins/openapi.ts'
 import { rateLimit } from './plugins/rate-limit.ts'
 import { requestId, requestIdHeader } from './plugins/request-id.ts'
@@ -29,6 +30,8 @@ export interface AppParts {
   clock?: Clock
   rateLimitCounter?: WindowCounter
   lifecycle?: Lifecycle
+  /** D16: off unless given; the server passes PETSTORE_MAX_EVENT_LOOP_DELAY_MS. */
+  loadShedding?: Omit<LoadSheddingOptions, 'exempt'>
   /** Fastify's logger option; off unless given. */
   logger?: FastifyServerOptions['logger']
   /**
@@ -68,6 +71,13 @@ export async function buildApp(parts: AppParts) {
   await app.register(requestIdHeader)
   await app.register(errorHandling)
   await app.register(security, { corsOrigins: config.corsOrigins })
+  // After the request id and security headers, so a shed request carries them too; before
+  // anything that costs (auth, the store), so shedding is cheap. /healthz is never shed (D16).
+  await app.register(loadShedding, {
+    maxEventLoopDelayMs: 0,
+    ...parts.loadShedding,
+    exempt: ['/healthz'],
+  })
   await app.register(jsonBody)
   await app.register(openapi)
   await app.register(draining, { lifecycle })

@@ -27,6 +27,8 @@ export interface Config {
   corsOrigins: readonly string[]
   /** Where instances share rate-limit counters (D12); undefined keeps them in this process. */
   redis: RedisSettings | undefined
+  /** D16: the event loop delay (ms) past which requests are shed with 503; 0 turns it off. */
+  maxEventLoopDelayMs: number
   /** What one client may hold of this process (D16). */
   connections: ConnectionLimits
 }
@@ -64,6 +66,7 @@ export const configDefaults = {
   PETSTORE_RATE_LIMIT: '600',
   PETSTORE_REDIS_PREFIX: 'petstore:',
   LOG_LEVEL: 'info',
+  PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '200',
   PETSTORE_MAX_CONNECTIONS: '4096',
   PETSTORE_HEADERS_TIMEOUT_MS: '10000',
   PETSTORE_REQUEST_TIMEOUT_MS: '30000',
@@ -249,6 +252,12 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     logLevel: oneOf('LOG_LEVEL', read(env, 'LOG_LEVEL'), LOG_LEVELS),
     corsOrigins: Object.freeze(parseOrigins(env)),
     redis: parseRedis(env),
+    maxEventLoopDelayMs: integer(
+      'PETSTORE_MAX_EVENT_LOOP_DELAY_MS',
+      read(env, 'PETSTORE_MAX_EVENT_LOOP_DELAY_MS'),
+      0,
+      60_000,
+    ),
     connections: parseConnectionLimits(env),
   })
 }

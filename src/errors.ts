@@ -38,7 +38,8 @@ export const errorCatalog = {
   },
   unavailable: {
     status: 503,
-    summary: 'The service is shutting down or its database is unreachable; retry later.',
+    summary:
+      'The service is overloaded, shutting down or its database is unreachable; retry later (`Retry-After`).',
   },
   http_version_not_supported: {
     status: 505,

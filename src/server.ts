@@ -99,6 +99,7 @@ export async function startInstance(
     }),
     rateLimitCounter: counter,
     lifecycle,
+    loadShedding: { maxEventLoopDelayMs: config.maxEventLoopDelayMs },
     logger: loggerOptions(config),
     http: httpServerParts(config.connections, await securityHeaders()),
   })

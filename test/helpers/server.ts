@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
-import { buildApp } from '../../src/app.ts'
+import { type AppParts, buildApp } from '../../src/app.ts'
 import type { Clock } from '../../src/clock.ts'
 import { type ConnectionLimits, type DeploymentEnv, loadConfig } from '../../src/config.ts'
 import { httpServerParts } from '../../src/http-server.ts'
@@ -51,6 +51,8 @@ export interface TestServerOptions {
   env?: DeploymentEnv
   bootstrapKeys?: string[]
   lifecycle?: Lifecycle
+  /** D16's load shedding; off unless given. */
+  loadShedding?: AppParts['loadShedding']
   /** D16's connection limits; the defaults of the configuration unless given. */
   connections?: Partial<ConnectionLimits>
   /** Fastify's logger option (e.g. a stream the test reads); off unless given. */
@@ -142,6 +144,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
       bootstrapKeys: options.bootstrapKeys ?? [],
     }),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.loadShedding ? { loadShedding: options.loadShedding } : {}),
     lifecycle,
     logger: options.logger,
     // The process's own server and its HTTP-layer errors (D16), as server.ts wires them.

@@ -1,0 +1,163 @@
+// D16: load shedding. While the event loop is behind by more than the threshold, requests get
+// 503 `unavailable` at once, with Retry-After and the Error body, and go no further; /healthz is
+// still served; a threshold of 0 never sheds.
+//
+// The loop is held behind deterministically: this process, which also runs the server, spins
+// for 100 ms in every loop iteration, so every delay sample is ~90 ms, far past the 20 ms
+// threshold the server is given (sampled every 40 ms). Nothing here asserts how long anything
+// took.
+import assert from 'node:assert/strict'
+import { Writable } from 'node:stream'
+import { after, before, describe, test } from 'node:test'
+import { type LogLine, logLines, WARN } from '../helpers/logs.ts'
+import { createPet, errorOf, startServer, type TestServer } from '../helpers/server.ts'
+
+/** Spins `chunkMs` in every event loop iteration of this process until stopped. */
+function holdEventLoop(chunkMs: number) {
+  let running = true
+  let iterations = 0
+  const spin = () => {
+    if (!running) return
+    const until = performance.now() + chunkMs
+    while (performance.now() < until) {
+      // busy on purpose: the event loop does nothing else meanwhile
+    }
+    iterations += 1
+    setImmediate(spin)
+  }
+  setImmediate(spin)
+  return {
+    /** Resolves once `n` more busy iterations have passed, so that samples have seen them. */
+    async after(n: number) {
+      const target = iterations + n
+      while (iterations < target) await new Promise((resolve) => setImmediate(resolve))
+    },
+    stop() {
+      running = false
+    },
+  }
+}
+
+/** Runs `send` while the event loop is held behind, and stops holding it whatever happens. */
+async function whileBehind<T>(send: () => Promise<T>): Promise<T> {
+  const hold = holdEventLoop(100)
+  try {
+    await hold.after(3)
+    return await send()
+  } finally {
+    hold.stop()
+  }
+}
+
+function memoryLog() {
+  const chunks: string[] = []
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      chunks.push(String(chunk))
+      done()
+    },
+  })
+  return { stream, lines: (): LogLine[] => logLines(chunks.join('')) }
+}
+
+const SHED_MESSAGE = /^load shedding: /
+const ENDED_MESSAGE = /^load shedding ended/
+
+describe('load shedding while the event loop is behind (D16)', () => {
+  let server: TestServer
+  const log = memoryLog()
+
+  before(async () => {
+    server = await startServer({
+      loadShedding: { maxEventLoopDelayMs: 20 },
+      logger: { level: 'info', stream: log.stream },
+    })
+  })
+  after(() => server.close())
+
+  test('API requests and /readyz get 503 unavailable at once; /healthz is served', async () => {
+    const [list, create, ready, health] = await whileBehind(() =>
+      Promise.all([
+        server.request('/v1/pets', { headers: { 'x-request-id': 'shed-list-1' } }),
+        createPet(server, { name: 'Shed', categoryId: 1 }),
+        fetch(`${server.url}/readyz`),
+        fetch(`${server.url}/healthz`),
+      ]),
+    )
+
+    assert.equal(list.status, 503)
+    assert.equal(list.headers.get('retry-after'), '1')
+    assert.equal(list.headers.get('x-request-id'), 'shed-list-1')
+    assert.equal(list.headers.get('x-content-type-options'), 'nosniff')
+    const body = await errorOf(list)
+    assert.equal(body.code, 'unavailable')
+    assert.match(body.message, /overloaded/)
+
+    assert.equal(create.status, 503)
+    assert.equal(create.headers.get('retry-after'), '1')
+    assert.equal((await errorOf(create)).code, 'unavailable')
+
+    assert.equal(ready.status, 503)
+    assert.equal(ready.headers.get('retry-after'), '1')
+    assert.equal((await errorOf(ready)).code, 'unavailable')
+
+    assert.equal(health.status, 200)
+    assert.deepEqual(await health.json(), { status: 'ok' })
+
+    assert.ok(server.app.loadShedding.shed >= 3, `shed ${server.app.loadShedding.shed}`)
+  })
+
+  test('once the loop catches up, requests are served again; the shed create stored nothing', async () => {
+    let list: Response | undefined
+    for (let attempt = 0; attempt < 100; attempt++) {
+      list = await server.request('/v1/pets')
+      if (list.status !== 503) break
+      await list.body?.cancel()
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    assert.equal(list?.status, 200)
+    assert.deepEqual(await list?.json(), [])
+    assert.equal(server.app.loadShedding.active, false)
+  })
+
+  test('the log says once that shedding began, and once how many it shed when it ended', async () => {
+    let ended: LogLine | undefined
+    for (let attempt = 0; attempt < 100 && ended === undefined; attempt++) {
+      ended = log.lines().find((line) => ENDED_MESSAGE.test(line.msg ?? ''))
+      if (ended === undefined) await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const began = log.lines().filter((line) => SHED_MESSAGE.test(line.msg ?? ''))
+    assert.equal(began.length, 1, 'one line however many requests were shed')
+    assert.equal(began[0]?.level, WARN)
+    assert.equal(began[0]?.maxEventLoopDelayMs, 20)
+    // The delay that started it; null when the loop did not even turn twice in a sample.
+    const delay = began[0]?.eventLoopDelayMs
+    assert.ok(delay === null || Number(delay) > 20, `eventLoopDelayMs ${delay}`)
+    assert.ok(ended, 'a line when shedding ended')
+    assert.equal(ended.shedRequests, server.app.loadShedding.shed)
+    // No request was logged as an error (no stack per shed request).
+    assert.deepEqual(
+      log.lines().filter((line) => line.level > WARN),
+      [],
+    )
+  })
+})
+
+describe('PETSTORE_MAX_EVENT_LOOP_DELAY_MS=0: never sheds (D16)', () => {
+  let server: TestServer
+  before(async () => {
+    server = await startServer({ loadShedding: { maxEventLoopDelayMs: 0 } })
+  })
+  after(() => server.close())
+
+  test('API requests and /readyz are served however far behind the loop is', async () => {
+    const [list, ready] = await whileBehind(() =>
+      Promise.all([server.request('/v1/pets'), fetch(`${server.url}/readyz`)]),
+    )
+    assert.equal(list.status, 200)
+    assert.deepEqual(await list.json(), [])
+    assert.equal(ready.status, 200)
+    assert.equal(server.app.loadShedding.shed, 0)
+    assert.equal(server.app.loadShedding.active, false)
+  })
+})
