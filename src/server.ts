@@ -80,6 +80,13 @@ export interface InstanceOptions {
   prepared?: boolean
 }
 
+/**
+ * Connections the kernel may hold for us before accept (D16). Node's default, 511, overflowed
+ * under 2,000 connecting clients, and a dropped SYN is retried only after 1 s, then 3 s; the
+ * kernel caps this at net.core.somaxconn (4096 on current Linux).
+ */
+const LISTEN_BACKLOG = 4096
+
 /** Opens the store and builds the app; does not listen yet. */
 export async function startInstance(
   config: Readonly<Config>,
@@ -114,7 +121,7 @@ export async function startInstance(
   return {
     app,
     listen: async () => {
-      await app.listen({ port: config.port, host: config.host })
+      await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG })
     },
     close: () => {
       closing ??= (async () => {
