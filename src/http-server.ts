@@ -252,7 +252,7 @@ class Connection {
 
   #writeLast(): void {
     const socket = this.#socket
-    if (socket.destroyed) return
+    if (socket.destroyed || socket.writableEnded) return
     const last = this.#last
     setTimeout(() => socket.destroy(), LINGER_MS).unref()
     if (last === null || last === undefined) {
