@@ -166,12 +166,13 @@ describe('slow clients are cut at the configured timeouts (D16)', () => {
   })
   after(() => server.close())
 
-  /** Sends `bytes` one byte every `everyMs` until the server closes; when, and what it said. */
-  async function trickle(bytes: string, everyMs: number) {
+  /** Sends `head` at once, then `bytes` one byte every `everyMs` until the server closes. */
+  async function trickle(bytes: string, everyMs: number, head = '') {
     const socket = await openSocket(server.url)
     const chunks: Buffer[] = []
     socket.on('data', (chunk: Buffer) => chunks.push(chunk))
     socket.on('error', () => {})
+    socket.write(head)
     const started = performance.now()
     let i = 0
     const timer = setInterval(() => {
@@ -203,20 +204,8 @@ describe('slow clients are cut at the configured timeouts (D16)', () => {
       'content-type': 'application/json',
       'content-length': String(body.length),
     })
-    const socket = await openSocket(server.url)
-    const chunks: Buffer[] = []
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
-    socket.on('error', () => {})
-    socket.write(head)
-    const started = performance.now()
-    let i = 0
-    const timer = setInterval(() => {
-      if (i < body.length && socket.writable) socket.write(body[i++] ?? '')
-    }, 50)
-    await once(socket, 'close')
-    clearInterval(timer)
-    const afterMs = performance.now() - started
-    assertLayerError(parseResponses(Buffer.concat(chunks))[0], 408, 'request_timeout')
+    const { afterMs, responses } = await trickle(body, 50, head)
+    assertLayerError(responses[0], 408, 'request_timeout')
     assert.ok(afterMs < requestTimeoutMs + 2000, `cut after ${Math.round(afterMs)} ms`)
   })
 })
