@@ -21,7 +21,7 @@ describe('petstore CLI', () => {
   test('migrate applies the schema once', async () => {
     const first = await runCli(['migrate'], env)
     assert.equal(first.code, 0, first.stderr)
-    assert.match(first.stdout, /Applied migrations: 1, 2\./)
+    assert.match(first.stdout, /Applied migrations: 1, 2, 3\./)
     const second = await runCli(['migrate'], env)
     assert.equal(second.code, 0)
     assert.match(second.stdout, /up to date/)

@@ -33,6 +33,8 @@ const store: Store = {
   engine: 'sqlite',
   pets: {
     create: () => Promise.reject(new Error('read-only')),
+    createIdempotent: () => Promise.reject(new Error('read-only')),
+    purgeIdempotencyRecords: async () => 0,
     get: async (id) => (id >= 1 && id <= count ? pet(id) : undefined),
     list: async ({ limit, status, afterId }) => {
       const pets: Pet[] = []

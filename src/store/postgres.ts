@@ -11,7 +11,7 @@
 // request never hangs on a dead network, and the pool opens fresh connections once the database
 // is back, so the service recovers by itself. The outage is logged once when it starts, at
 // intervals while it lasts and once when it ends (outages.ts), not once per request.
-import { Client, type ClientConfig, type CustomTypesConfig, Pool, types } from 'pg'
+import { Client, type ClientConfig, type CustomTypesConfig, Pool, type PoolClient, types } from 'pg'
 import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
 import type { OutageLogger } from '../outage-log.ts'
 import { postgresMigrations } from './migrations/postgres.ts'
@@ -19,6 +19,10 @@ import { StoreOutages } from './outages.ts'
 import {
   type ApiKeyRecord,
   type ApiKeyRepository,
+  type IdempotencyClaim,
+  IdempotencyKeyInUseError,
+  type IdempotencyRecord,
+  type IdempotentCreate,
   type ListPetsQuery,
   type NewApiKeyRecord,
   type PetPage,
@@ -42,6 +46,14 @@ const STATEMENT_TIMEOUT_MS = 5_000
 // cannot: a server or network that has gone silent. Longer than the statement timeout, so that
 // normally the server's own cancel ends a slow statement cleanly first.
 const QUERY_TIMEOUT_MS = STATEMENT_TIMEOUT_MS + 1_000
+/**
+ * D14: how long a create waits for another transaction that holds the same Idempotency-Key
+ * (the unique index makes it wait) before answering 409 `idempotency_key_in_use`. A create
+ * commits in milliseconds; a holder this slow is stuck or cut off.
+ */
+const LOCK_TIMEOUT_MS = 2_000
+/** SQLSTATE lock_not_available: lock_timeout ran out. */
+const LOCK_NOT_AVAILABLE = '55P03'
 /** Readiness answers quickly or not at all: probes have short timeouts of their own. */
 const PING_TIMEOUT_MS = 1_000
 // Migrations may wait for another instance's migrations (the advisory lock) and may rewrite
@@ -163,6 +175,29 @@ const SQL = {
     name: 'pets_list_status',
     text: `SELECT ${PET_COLUMNS} FROM pets WHERE status = $1 AND id > $2 ORDER BY id LIMIT $3`,
   },
+  // D14: the record goes in after the pet, in its transaction. On a key already held the insert
+  // waits for the holder's transaction to end (the unique index), then updates the row only if
+  // it has expired, so RETURNING gives no row for a live record: the caller rolls back.
+  claimKey: {
+    name: 'idempotency_claim',
+    text: `INSERT INTO idempotency_keys (api_key_id, key, fingerprint, status, body, location, created_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7)
+      ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,
+        status = EXCLUDED.status, body = EXCLUDED.body, location = EXCLUDED.location,
+        created_at = EXCLUDED.created_at
+      WHERE idempotency_keys.created_at <= $8
+      RETURNING 1`,
+  },
+  findKey: {
+    name: 'idempotency_find',
+    text: `SELECT fingerprint, status, body, location, created_at AS "createdAt" FROM idempotency_keys
+      WHERE api_key_id = $1 AND key = $2 AND created_at > $3`,
+  },
+  purgeKeys: {
+    name: 'idempotency_purge',
+    text: `DELETE FROM idempotency_keys WHERE ctid IN
+      (SELECT ctid FROM idempotency_keys WHERE created_at <= $1 LIMIT $2)`,
+  },
   insertApiKey: {
     name: 'api_keys_insert',
     text: `INSERT INTO api_keys (id, name, hint, hash, created_at) VALUES ($1, $2, $3, $4, now()) RETURNING ${API_KEY_COLUMNS}`,
@@ -237,6 +272,64 @@ class Database {
       throw sorted
     } finally {
       this.#running.delete(running)
+    }
+  }
+
+  /**
+   * Runs `work` in one transaction on one pooled connection: COMMIT when it returns true,
+   * ROLLBACK when false or when it throws. Errors are sorted like every query's. `begin` may
+   * add settings for this transaction only (SET LOCAL), sent with BEGIN in one round trip.
+   */
+  async transaction<T>(
+    begin: string,
+    work: (run: <Row>(statement: Statement, values: unknown[]) => Promise<Row[]>) => Promise<T>,
+    commit: (result: T) => boolean,
+  ): Promise<T> {
+    if (this.#closing) throw new StoreUnavailableError('the store is closed')
+    const running = this.#inTransaction(begin, work, commit)
+    this.#running.add(running)
+    try {
+      const result = await running
+      this.outages.succeeded()
+      return result
+    } catch (err) {
+      const sorted = unavailableIfConnectionLost(err)
+      if (sorted instanceof StoreUnavailableError) this.outages.failed(sorted)
+      throw sorted
+    } finally {
+      this.#running.delete(running)
+    }
+  }
+
+  async #inTransaction<T>(
+    begin: string,
+    work: (run: <Row>(statement: Statement, values: unknown[]) => Promise<Row[]>) => Promise<T>,
+    commit: (result: T) => boolean,
+  ): Promise<T> {
+    const client: PoolClient = await this.#pool.connect()
+    let broken: Error | undefined
+    try {
+      await client.query(begin)
+      let result: T
+      try {
+        result = await work(async <Row>(statement: Statement, values: unknown[]) => {
+          const { rows } = await client.query({ ...statement, values })
+          return rows as Row[]
+        })
+      } catch (err) {
+        await client.query('ROLLBACK').catch((rollbackFailed: Error) => {
+          broken = rollbackFailed
+        })
+        throw err
+      }
+      await client.query(commit(result) ? 'COMMIT' : 'ROLLBACK')
+      return result
+    } catch (err) {
+      broken ??= err instanceof Error && isConnectionFailure(err) ? err : undefined
+      throw err
+    } finally {
+      // A connection that failed mid-transaction is discarded, not returned to the pool.
+      client.release(broken)
     }
   }
 
@@ -355,6 +448,64 @@ class PostgresPetRepository implements PetRepository {
       pet.status ?? null,
     ])
     return toPet(rows[0] as PetRow)
+  }
+
+  /**
+   * D14: the pet, then its record, in one transaction. The primary key on (api_key_id, key)
+   * decides between requests on any number of instances: a second claim waits for the first's
+   * transaction and, once it has committed, inserts nothing; it rolls its pet back and replays
+   * the record. No lock in this process is trusted for that.
+   */
+  async createIdempotent(pet: NewPet, claim: IdempotencyClaim): Promise<IdempotentCreate> {
+    let created: Pet | undefined
+    try {
+      created = await this.#db.transaction(
+        `BEGIN; SET LOCAL lock_timeout = ${LOCK_TIMEOUT_MS}`,
+        async (run) => {
+          const [row] = await run<PetRow>(SQL.insertPet, [
+            pet.name,
+            pet.categoryId,
+            pet.status ?? null,
+          ])
+          const made = toPet(row as PetRow)
+          const { status, body, location } = claim.outcome(made)
+          const claimed = await run(SQL.claimKey, [
+            claim.apiKeyId,
+            claim.key,
+            claim.fingerprint,
+            status,
+            body,
+            location,
+            claim.now,
+            claim.expiredAt,
+          ])
+          return claimed.length === 1 ? made : undefined
+        },
+        (made) => made !== undefined,
+      )
+    } catch (err) {
+      if ((err as { code?: unknown }).code === LOCK_NOT_AVAILABLE) {
+        throw new IdempotencyKeyInUseError('the Idempotency-Key is held by a request in flight', {
+          cause: err,
+        })
+      }
+      throw err
+    }
+    if (created !== undefined) return { created }
+    const { rows } = await this.#db.query<IdempotencyRecord>(SQL.findKey, [
+      claim.apiKeyId,
+      claim.key,
+      claim.expiredAt,
+    ])
+    const found = rows[0]
+    // Purged between the two statements (it had just expired): the key is new again.
+    if (found === undefined) return this.createIdempotent(pet, claim)
+    return { found }
+  }
+
+  async purgeIdempotencyRecords(expiredAt: Date, limit: number): Promise<number> {
+    const { rowCount } = await this.#db.query(SQL.purgeKeys, [expiredAt, limit])
+    return rowCount
   }
 
   async get(id: number): Promise<Pet | undefined> {

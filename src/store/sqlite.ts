@@ -34,6 +34,9 @@ import {
 import {
   type ApiKeyRecord,
   type ApiKeyRepository,
+  type IdempotencyClaim,
+  type IdempotencyRecord,
+  type IdempotentCreate,
   type ListPetsQuery,
   type NewApiKeyRecord,
   type PetPage,
@@ -52,6 +55,14 @@ export interface SqliteStoreOptions {
 
 /** A pets row, selected as PET_COLUMNS, as node:sqlite returns it with setReturnArrays. */
 type PetRow = [id: number, name: string, categoryId: number, status: PetStatus | null]
+
+interface IdempotencyRow {
+  fingerprint: string
+  status: number
+  body: string
+  location: string
+  createdAt: number
+}
 
 interface ApiKeyRow {
   id: string
@@ -87,6 +98,16 @@ function preparePetQuery(db: DatabaseSync, sql: string): StatementSync {
   const statement = db.prepare(sql)
   statement.setReturnArrays(true)
   return statement
+}
+
+function toRecord(row: IdempotencyRow): IdempotencyRecord {
+  return {
+    fingerprint: row.fingerprint,
+    status: Number(row.status),
+    body: row.body,
+    location: row.location,
+    createdAt: new Date(Number(row.createdAt)),
+  }
 }
 
 function toApiKey(row: ApiKeyRow): ApiKeyRecord {
@@ -311,9 +332,10 @@ class SqliteStore implements Store {
 
 interface PendingCreate {
   pet: NewPet
+  claim: IdempotencyClaim | undefined
   /** Date.now() past which it stops waiting for a lock: lockTimeoutMs from when it was queued. */
   deadline: number
-  resolve: (pet: Pet) => void
+  resolve: (result: IdempotentCreate) => void
   reject: (err: unknown) => void
 }
 
@@ -324,6 +346,10 @@ class SqlitePetRepository implements PetRepository {
   readonly #get: StatementSync
   readonly #list: StatementSync
   readonly #listByStatus: StatementSync
+  readonly #findRecord: StatementSync
+  readonly #deleteRecord: StatementSync
+  readonly #insertRecord: StatementSync
+  readonly #purgeRecords: StatementSync
   #pending: PendingCreate[] = []
   /** Set while the queue waits for another process's lock: the pauses, the next try. */
   #backoff: Backoff | undefined
@@ -342,12 +368,38 @@ class SqlitePetRepository implements PetRepository {
       db,
       `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`,
     )
+    this.#findRecord = db.prepare(
+      'SELECT fingerprint, status, body, location, created_at AS createdAt FROM idempotency_keys WHERE api_key_id = ? AND key = ?',
+    )
+    this.#deleteRecord = db.prepare('DELETE FROM idempotency_keys WHERE api_key_id = ? AND key = ?')
+    this.#insertRecord = db.prepare(
+      'INSERT INTO idempotency_keys (api_key_id, key, fingerprint, status, body, location, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    )
+    this.#purgeRecords = db.prepare(
+      'DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE created_at <= ? LIMIT ?)',
+    )
   }
 
-  create(pet: NewPet): Promise<Pet> {
+  async create(pet: NewPet): Promise<Pet> {
+    const { created } = await this.#enqueue(pet, undefined)
+    return created as Pet
+  }
+
+  createIdempotent(pet: NewPet, claim: IdempotencyClaim): Promise<IdempotentCreate> {
+    return this.#enqueue(pet, claim)
+  }
+
+  async purgeIdempotencyRecords(expiredAt: Date, limit: number): Promise<number> {
+    const { changes } = await this.#attempts.write(() =>
+      this.#purgeRecords.run(expiredAt.getTime(), limit),
+    )
+    return Number(changes)
+  }
+
+  #enqueue(pet: NewPet, claim: IdempotencyClaim | undefined): Promise<IdempotentCreate> {
     return new Promise((resolve, reject) => {
       const deadline = Date.now() + this.#attempts.lockTimeoutMs
-      this.#pending.push({ pet, deadline, resolve, reject })
+      this.#pending.push({ pet, claim, deadline, resolve, reject })
       // The first create of a turn schedules the commit; the rest of the turn joins it. While
       // the queue waits for a lock, a try is already scheduled and new creates join it too.
       if (this.#pending.length === 1) setImmediate(() => this.flush())
@@ -380,14 +432,9 @@ class SqlitePetRepository implements PetRepository {
     }
     this.#pending = []
     this.#backoff = undefined
-    let created: Pet[]
+    let results: IdempotentCreate[]
     try {
-      // run() and lastInsertRowid, not INSERT … RETURNING with get(): a statement left open
-      // by get() stops SQLite from checkpointing and the -wal file grows without bound.
-      created = batch.map(({ pet }) => {
-        const { lastInsertRowid } = this.#insert.run(pet.name, pet.categoryId, pet.status ?? null)
-        return { id: Number(lastInsertRowid), ...pet }
-      })
+      results = batch.map(({ pet, claim }) => this.#insertOne(pet, claim))
       db.exec('COMMIT')
     } catch (err) {
       if (db.isTransaction) db.exec('ROLLBACK')
@@ -396,8 +443,42 @@ class SqlitePetRepository implements PetRepository {
     }
     this.#attempts.committed()
     batch.forEach(({ resolve }, i) => {
-      resolve(created[i] as Pet)
+      resolve(results[i] as IdempotentCreate)
     })
+  }
+
+  /**
+   * One create inside the batch's transaction. D14: a claim looks for its key first. The write
+   * lock is held, so no other process can insert the key meanwhile, and an earlier create of
+   * this same batch with the key has inserted its record already: the later one finds it and,
+   * once the batch commits, replays it. Two creates with one key never both insert.
+   */
+  #insertOne(pet: NewPet, claim: IdempotencyClaim | undefined): IdempotentCreate {
+    if (claim !== undefined) {
+      const row = this.#findRecord.get(claim.apiKeyId, claim.key) as IdempotencyRow | undefined
+      if (row !== undefined) {
+        if (row.createdAt > claim.expiredAt.getTime()) return { found: toRecord(row) }
+        // Expired and not purged yet: the key is new again.
+        this.#deleteRecord.run(claim.apiKeyId, claim.key)
+      }
+    }
+    // run() and lastInsertRowid, not INSERT … RETURNING with get(): a statement left open
+    // by get() stops SQLite from checkpointing and the -wal file grows without bound.
+    const { lastInsertRowid } = this.#insert.run(pet.name, pet.categoryId, pet.status ?? null)
+    const created: Pet = { id: Number(lastInsertRowid), ...pet }
+    if (claim !== undefined) {
+      const { status, body, location } = claim.outcome(created)
+      this.#insertRecord.run(
+        claim.apiKeyId,
+        claim.key,
+        claim.fingerprint,
+        status,
+        body,
+        location,
+        claim.now.getTime(),
+      )
+    }
+    return { created }
   }
 
   /** Every create queued now has settled: waits out the tries already scheduled. */

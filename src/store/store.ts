@@ -17,9 +17,62 @@ export interface PetPage {
   hasMore: boolean
 }
 
+/** What a replay answers with (D14): the first request's status, body (JSON text) and Location. */
+export interface StoredOutcome {
+  status: number
+  body: string
+  location: string
+}
+
+/** An idempotency record as stored: the outcome, and what identifies the request it answered. */
+export interface IdempotencyRecord extends StoredOutcome {
+  /** SHA-256 of the canonical request (routes/idempotency.ts). */
+  fingerprint: string
+  createdAt: Date
+}
+
+/** A create under an `Idempotency-Key` (D14). */
+export interface IdempotencyClaim {
+  /** The API key that sent the request: keys are scoped to it, never shared between API keys. */
+  apiKeyId: string
+  /** The `Idempotency-Key` value. */
+  key: string
+  fingerprint: string
+  /** When the request came (the app's clock): the record's created_at. */
+  now: Date
+  /** A record created at or before this has expired: the key is new again. */
+  expiredAt: Date
+  /** The outcome stored with the pet, in the same transaction. */
+  outcome(pet: Pet): StoredOutcome
+}
+
+/** Either the pet was made now (and its record stored with it), or a live record was found. */
+export type IdempotentCreate =
+  | { created: Pet; found?: undefined }
+  | { created?: undefined; found: IdempotencyRecord }
+
+/**
+ * The key is held by a request still being processed (its transaction has not ended) past the
+ * wait the store allows: answered 409 `idempotency_key_in_use` (D14).
+ */
+export class IdempotencyKeyInUseError extends Error {
+  override name = 'IdempotencyKeyInUseError'
+}
+
 export interface PetRepository {
   /** Resolves only once the pet is durably committed (D10). */
   create(pet: NewPet): Promise<Pet>
+  /**
+   * D14: the pet and its idempotency record commit in one transaction, unless a live record
+   * for (apiKeyId, key) exists, which is returned instead and nothing is written. Two claims on
+   * one key never both insert; the second finds the first's record once it has committed.
+   */
+  createIdempotent(pet: NewPet, claim: IdempotencyClaim): Promise<IdempotentCreate>
+  /**
+   * Deletes at most `limit` records created at or before `expiredAt`, in one short transaction;
+   * returns how many. The caller repeats while it returns `limit`.
+   */
+  purgeIdempotencyRecords(expiredAt: Date, limit: number): Promise<number>
   get(id: number): Promise<Pet | undefined>
   /** Pets in ascending id order. */
   list(query: ListPetsQuery): Promise<PetPage>

@@ -252,6 +252,8 @@ describe('a failing store: 500 internal_error without internals (D4)', () => {
         const pets = real.pets
         return {
           create: (pet) => pets.create(pet),
+          createIdempotent: (pet, claim) => pets.createIdempotent(pet, claim),
+          purgeIdempotencyRecords: (before, limit) => pets.purgeIdempotencyRecords(before, limit),
           // Rejects, as an async driver would.
           list: async () => {
             throw new Error(SECRET)

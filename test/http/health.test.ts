@@ -192,6 +192,9 @@ describe('closing while a request is in flight (D11)', () => {
         return {
           get: (id) => real.pets.get(id),
           list: (query) => real.pets.list(query),
+          createIdempotent: (pet, claim) => real.pets.createIdempotent(pet, claim),
+          purgeIdempotencyRecords: (before, limit) =>
+            real.pets.purgeIdempotencyRecords(before, limit),
           create: async (pet) => {
             entered()
             await gate

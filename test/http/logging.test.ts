@@ -34,6 +34,10 @@ async function startLoggedApp(logLevel: LogLevel, options: { failingList?: strin
             const pets = real.pets
             return {
               create: (pet: Parameters<typeof pets.create>[0]) => pets.create(pet),
+              createIdempotent: (...args: Parameters<typeof pets.createIdempotent>) =>
+                pets.createIdempotent(...args),
+              purgeIdempotencyRecords: (...args: Parameters<typeof pets.purgeIdempotencyRecords>) =>
+                pets.purgeIdempotencyRecords(...args),
               get: (id: number) => pets.get(id),
               list: async () => {
                 throw new Error(failingList)

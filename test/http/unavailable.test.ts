@@ -25,7 +25,13 @@ describe('database unreachable', () => {
     const store: Store = {
       engine: real.engine,
       apiKeys: real.apiKeys,
-      pets: { create: unreachable, get: unreachable, list: unreachable },
+      pets: {
+        create: unreachable,
+        createIdempotent: unreachable,
+        purgeIdempotencyRecords: unreachable,
+        get: unreachable,
+        list: unreachable,
+      },
       migrate: () => real.migrate(),
       ping: unreachable,
       close: () => real.close(),

@@ -1,11 +1,11 @@
 // The store contract: every Store implementation runs these same tests against a real database.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import type { NewPet } from '../../src/contract/schemas.ts'
+import type { NewPet, Pet } from '../../src/contract/schemas.ts'
 import { hashApiKey } from '../../src/keys/api-key.ts'
 import { postgresMigrations } from '../../src/store/migrations/postgres.ts'
 import { sqliteMigrations } from '../../src/store/migrations/sqlite.ts'
-import type { Store } from '../../src/store/store.ts'
+import type { IdempotencyClaim, Store } from '../../src/store/store.ts'
 
 export interface StoreFixture {
   /** A new, empty, migrated-or-not store (the suite calls migrate). */
@@ -20,6 +20,30 @@ const pet = (overrides: Partial<NewPet> = {}): NewPet => ({
   categoryId: 1,
   ...overrides,
 })
+
+const DAY_MS = 24 * 60 * 60 * 1000
+
+let keySeq = 0
+/** A key no other test uses. */
+const newKey = (label: string) => `${label}-${Date.now()}-${++keySeq}`
+
+/** A claim as the route makes it: the outcome is the 201 with the pet and its Location. */
+function claim(key: string, overrides: Partial<IdempotencyClaim> = {}): IdempotencyClaim {
+  const now = overrides.now ?? new Date()
+  return {
+    apiKeyId: 'key_a',
+    key,
+    fingerprint: 'f1',
+    now,
+    expiredAt: new Date(now.getTime() - DAY_MS),
+    outcome: (made: Pet) => ({
+      status: 201,
+      body: JSON.stringify(made),
+      location: `/v1/pets/${made.id}`,
+    }),
+    ...overrides,
+  }
+}
 
 export function storeContract(engine: string, makeFixture: () => Promise<StoreFixture>): void {
   describe(`store contract: ${engine}`, () => {
@@ -171,6 +195,100 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
       } finally {
         await again.close()
       }
+    })
+
+    test('idempotent create: the first stores its outcome, a repeat finds it', async () => {
+      const key = newKey('first')
+      const first = await store.pets.createIdempotent(pet({ name: 'I1' }), claim(key))
+      const made = first.created
+      assert.ok(made !== undefined)
+      assert.deepEqual(await store.pets.get(made.id), made)
+      const again = await store.pets.createIdempotent(pet({ name: 'I1' }), claim(key))
+      assert.equal(again.created, undefined, 'no second pet')
+      assert.equal(again.found?.fingerprint, 'f1')
+      assert.equal(again.found?.status, 201)
+      assert.deepEqual(JSON.parse(again.found?.body ?? ''), made)
+      assert.equal(again.found?.location, `/v1/pets/${made.id}`)
+      assert.ok(again.found?.createdAt instanceof Date)
+      // Another request under the key: the record is returned all the same (the route refuses it).
+      const other = await store.pets.createIdempotent(
+        pet({ name: 'other' }),
+        claim(key, { fingerprint: 'f2' }),
+      )
+      assert.equal(other.found?.fingerprint, 'f1')
+      const page = await store.pets.list({ limit: 10, afterId: made.id })
+      assert.deepEqual(page.pets, [], 'no pet was made after the first')
+    })
+
+    test('idempotent create: a key is scoped to its API key', async () => {
+      const key = newKey('scoped')
+      const a = await store.pets.createIdempotent(pet(), claim(key, { apiKeyId: 'key_a' }))
+      const b = await store.pets.createIdempotent(pet(), claim(key, { apiKeyId: 'key_b' }))
+      assert.ok(a.created !== undefined && b.created !== undefined)
+      assert.notEqual(a.created.id, b.created.id)
+    })
+
+    test('idempotent create: concurrent claims on one key make one pet', async () => {
+      const key = newKey('race')
+      const results = await Promise.all(
+        Array.from({ length: 30 }, () =>
+          store.pets.createIdempotent(pet({ name: 'race' }), claim(key)),
+        ),
+      )
+      const created = results.flatMap((r) => (r.created === undefined ? [] : [r.created]))
+      assert.equal(created.length, 1, 'exactly one claim inserts')
+      const body = JSON.stringify(created[0])
+      for (const r of results) if (r.found !== undefined) assert.equal(r.found.body, body)
+    })
+
+    test('idempotent create: an expired record leaves the key new again', async () => {
+      const key = newKey('expired')
+      const t0 = new Date('2020-01-01T00:00:00Z')
+      const first = await store.pets.createIdempotent(pet(), claim(key, { now: t0 }))
+      // One millisecond before expiry it is live; at expiry it is gone.
+      const live = new Date(t0.getTime() + DAY_MS - 1)
+      const stillLive = await store.pets.createIdempotent(pet(), claim(key, { now: live }))
+      assert.deepEqual(JSON.parse(stillLive.found?.body ?? ''), first.created)
+      const later = new Date(t0.getTime() + DAY_MS)
+      const fresh = await store.pets.createIdempotent(pet(), claim(key, { now: later }))
+      assert.ok(fresh.created !== undefined && first.created !== undefined)
+      assert.notEqual(fresh.created.id, first.created.id)
+      const after = await store.pets.createIdempotent(pet(), claim(key, { now: later }))
+      assert.deepEqual(JSON.parse(after.found?.body ?? ''), fresh.created)
+    })
+
+    test('idempotent create: a reopened store replays what was committed', async () => {
+      const key = newKey('restart')
+      const first = await store.pets.createIdempotent(pet(), claim(key))
+      const again = await fixture.reopen()
+      try {
+        const replay = await again.pets.createIdempotent(pet(), claim(key))
+        assert.deepEqual(JSON.parse(replay.found?.body ?? ''), first.created)
+      } finally {
+        await again.close()
+      }
+    })
+
+    test('purge deletes expired records in batches of at most the limit', async () => {
+      // Records from 2001, older than any other test's.
+      const old = new Date('2001-01-01T00:00:00Z')
+      const keys = Array.from({ length: 5 }, (_, i) => newKey(`purge${i}`))
+      for (const key of keys) await store.pets.createIdempotent(pet(), claim(key, { now: old }))
+      const cutoff = new Date('2001-01-02T00:00:00Z')
+      const live = new Date('2000-12-01T00:00:00Z')
+      assert.equal(await store.pets.purgeIdempotencyRecords(cutoff, 2), 2)
+      assert.equal(await store.pets.purgeIdempotencyRecords(cutoff, 2), 2)
+      assert.equal(await store.pets.purgeIdempotencyRecords(cutoff, 2), 1)
+      assert.equal(await store.pets.purgeIdempotencyRecords(cutoff, 2), 0)
+      // Purged: a claim that would still see them live (an early expiredAt) makes a new pet.
+      for (const key of keys) {
+        const r = await store.pets.createIdempotent(
+          pet(),
+          claim(key, { now: old, expiredAt: live }),
+        )
+        assert.ok(r.created !== undefined, 'the purged key is new again')
+      }
+      assert.equal(await store.pets.purgeIdempotencyRecords(cutoff, 100), 5)
     })
 
     test('ping answers while open', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { Client } from 'pg'
+import { postgresMigrations } from '../../src/store/migrations/postgres.ts'
 import { openPostgresStore } from '../../src/store/postgres.ts'
 import { type Store, StoreUnavailableError } from '../../src/store/store.ts'
 import { createTestDatabase, postgresSkipReason, type TestDatabase } from '../helpers/postgres.ts'
@@ -50,11 +51,15 @@ describe('postgres', { skip }, () => {
       const stores = Array.from({ length: 4 }, () => open(fresh.url))
       try {
         const applied = await Promise.all(stores.map((s) => s.migrate()))
-        assert.deepEqual(applied.flat(), [1], 'exactly one migrate applied version 1')
+        const versions = postgresMigrations.map((migration) => migration.version)
+        assert.deepEqual(applied.flat(), versions, 'exactly one migrate applied each version')
         const { rows } = await onDatabase(fresh.url, (client) =>
-          client.query('SELECT version FROM schema_migrations'),
+          client.query('SELECT version FROM schema_migrations ORDER BY version'),
         )
-        assert.deepEqual(rows, [{ version: 1 }])
+        assert.deepEqual(
+          rows,
+          versions.map((version) => ({ version })),
+        )
       } finally {
         await Promise.all(stores.map((s) => s.close()))
         await fresh.drop()

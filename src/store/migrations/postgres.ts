@@ -29,4 +29,24 @@ export const postgresMigrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: 'idempotency keys',
+    // D14: one row per (API key, Idempotency-Key), written in the same transaction as its pet;
+    // the primary key decides between two instances that claim one key at once.
+    sql: `
+      CREATE TABLE idempotency_keys (
+        api_key_id text NOT NULL,
+        key text NOT NULL,
+        fingerprint text NOT NULL,
+        status integer NOT NULL,
+        body text NOT NULL,
+        location text NOT NULL,
+        created_at timestamptz NOT NULL,
+        PRIMARY KEY (api_key_id, key)
+      );
+      -- Serves the purge of expired records.
+      CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+    `,
+  },
 ]

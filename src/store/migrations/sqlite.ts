@@ -40,4 +40,24 @@ export const sqliteMigrations: Migration[] = [
       INSERT INTO write_probe (id, written_at) VALUES (1, '');
     `,
   },
+  {
+    version: 3,
+    name: 'idempotency keys',
+    // D14: one row per (API key, Idempotency-Key), written in the same transaction as its pet.
+    // created_at is milliseconds since the epoch, from the app's clock.
+    sql: `
+      CREATE TABLE idempotency_keys (
+        api_key_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        location TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (api_key_id, key)
+      );
+      -- Serves the purge of expired records.
+      CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+    `,
+  },
 ]
