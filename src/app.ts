@@ -6,6 +6,7 @@ import { type Clock, systemClock } from './clock.ts'
 import type { Config } from './config.ts'
 import { BODY_LIMIT_BYTES } from './contract/limits.ts'
 import { sharedSchemas } from './contract/schemas.ts'
+import { IdempotencyPurge } from './idempotency-purge.ts'
 import type { KeyVerifier } from './keys/verifier.ts'
 import { auth } from './plugins/auth.ts'
 import { deprecation } from './plugins/deprecation.ts'
@@ -20,11 +21,13 @@ import { security, securityHeaders } from './plugins/security.ts'
 import { buildValidator, formatValidationErrors } from './plugins/validation.ts'
 import { MemoryWindowCounter, type WindowCounter } from './rate-limit/counter.ts'
 import { healthRoutes, type Lifecycle } from './routes/health.ts'
+import { IDEMPOTENCY_TTL_DEFAULT_SECONDS } from './routes/idempotency.ts'
 import { petRoutes } from './routes/pets.ts'
 import type { Store } from './store/store.ts'
 
 export interface AppParts {
-  config: Pick<Config, 'rateLimit' | 'corsOrigins'>
+  /** Without idempotencyTtlSeconds, Idempotency-Key records live 24 hours (D14). */
+  config: Pick<Config, 'rateLimit' | 'corsOrigins'> & Partial<Pick<Config, 'idempotencyTtlSeconds'>>
   store: Store
   verify: KeyVerifier
   clock?: Clock
@@ -45,6 +48,7 @@ export async function buildApp(parts: AppParts) {
   const { config, store, verify } = parts
   const clock = parts.clock ?? systemClock
   const lifecycle = parts.lifecycle ?? { draining: false }
+  const idempotencyTtlSeconds = config.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_DEFAULT_SECONDS
 
   const app = Fastify({
     ...parts.http,
@@ -99,11 +103,21 @@ export async function buildApp(parts: AppParts) {
         counter: parts.rateLimitCounter ?? new MemoryWindowCounter(),
         clock,
       })
-      await api.register(petRoutes, { store })
+      await api.register(petRoutes, { store, clock, idempotencyTtlSeconds })
     },
     { prefix: '/v1' },
   )
 
   await app.register(rejectOtherMethods)
+
+  // D14: expired Idempotency-Key records are deleted in the background while the app runs.
+  // store.pets is read when a round runs, not now: SQLite's repository is built after migrate().
+  const purge = new IdempotencyPurge({
+    pets: { purgeIdempotencyRecords: (...args) => store.pets.purgeIdempotencyRecords(...args) },
+    clock,
+    ttlSeconds: idempotencyTtlSeconds,
+  })
+  app.addHook('onReady', async () => purge.start())
+  app.addHook('preClose', () => purge.stop())
   return app
 }

@@ -2,6 +2,7 @@
 // code reads process.env. A bad value stops the start with one line naming the variable.
 import { isIP } from 'node:net'
 import { parseApiKey } from './keys/api-key.ts'
+import { IDEMPOTENCY_TTL_MAX_SECONDS } from './routes/idempotency.ts'
 
 export type DeploymentEnv = 'production' | 'staging'
 
@@ -31,6 +32,8 @@ export interface Config {
   maxEventLoopDelayMs: number
   /** What one client may hold of this process (D16). */
   connections: ConnectionLimits
+  /** D14: an Idempotency-Key's record lives this long after the first request (seconds). */
+  idempotencyTtlSeconds: number
 }
 
 /** D16: bounds on connections, so that memory and time never depend on what a client does. */
@@ -70,6 +73,7 @@ export const configDefaults = {
   PETSTORE_MAX_CONNECTIONS: '4096',
   PETSTORE_HEADERS_TIMEOUT_MS: '10000',
   PETSTORE_REQUEST_TIMEOUT_MS: '30000',
+  PETSTORE_IDEMPOTENCY_TTL: '86400',
 } as const
 
 function read(env: Env, name: keyof typeof configDefaults): string {
@@ -259,5 +263,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       60_000,
     ),
     connections: parseConnectionLimits(env),
+    idempotencyTtlSeconds: integer(
+      'PETSTORE_IDEMPOTENCY_TTL',
+      read(env, 'PETSTORE_IDEMPOTENCY_TTL'),
+      1,
+      IDEMPOTENCY_TTL_MAX_SECONDS,
+    ),
   })
 }

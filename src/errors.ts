@@ -17,12 +17,21 @@ export const errorCatalog = {
     status: 408,
     summary: 'The request did not arrive whole in time; the connection is closed.',
   },
+  idempotency_key_in_use: {
+    status: 409,
+    summary:
+      'A request with this `Idempotency-Key` is still being processed; retry after `Retry-After`.',
+  },
   gone: { status: 410, summary: 'The operation was removed at its sunset date.' },
   payload_too_large: { status: 413, summary: 'The request body is larger than the limit.' },
   uri_too_long: { status: 414, summary: 'The request target (path and query) is too long.' },
   unsupported_media_type: {
     status: 415,
     summary: 'The request body is not `application/json`, or its `charset` is not UTF-8.',
+  },
+  idempotency_key_reused: {
+    status: 422,
+    summary: 'This `Idempotency-Key` was used by this API key with another request body.',
   },
   rate_limited: {
     status: 429,

@@ -31,12 +31,21 @@ export const headers = {
       'RFC 8288 links. On listPets, `rel="next"` is present when more animals follow and carries the cursor (keeping `limit` and `status`).',
   },
   location: { type: 'string', description: 'The new animal: `/v1/pets/{id}`.' },
+  idempotentReplayed: {
+    type: 'string',
+    description:
+      '`true` when this is the stored answer to an earlier request with the same `Idempotency-Key` (no new animal was made); absent otherwise.',
+  },
   wwwAuthenticate: {
     type: 'string',
     description:
       'RFC 6750 challenge: `Bearer realm="petstore"` when no credentials came, with `error="invalid_token"` when a key came and is not valid.',
   },
   retryAfter: { type: 'integer', description: 'Seconds until the budget resets (RFC 9110).' },
+  retryAfterInUse: {
+    type: 'integer',
+    description: 'Seconds to wait before retrying with the same key (RFC 9110): 1.',
+  },
   allow: { type: 'string', description: 'The methods the route has.' },
   deprecation: {
     type: 'string',

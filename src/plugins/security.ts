@@ -15,6 +15,7 @@ export const EXPOSED_HEADERS = [
   'RateLimit-Policy',
   'Retry-After',
   'X-Request-Id',
+  'Idempotent-Replayed',
 ]
 
 /**
@@ -78,7 +79,7 @@ export const security = fp<{ corsOrigins: readonly string[] }>(async (app, { cor
     await app.register(cors, {
       origin: corsOrigins.includes('*') ? '*' : [...corsOrigins],
       methods: ['GET', 'HEAD', 'POST'],
-      allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id', 'Idempotency-Key'],
       exposedHeaders: EXPOSED_HEADERS,
       maxAge: 600,
     })

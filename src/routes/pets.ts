@@ -1,5 +1,7 @@
 // The interface's three operations (listPets, createPet, getPet), each a schema and a handler.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import type { Clock } from '../clock.ts'
 import { GET_PET_DEPRECATED_AT, GET_PET_SUNSET_AT, LIST_LIMIT } from '../contract/limits.ts'
 import {
   commonErrorResponses,
@@ -10,8 +12,9 @@ import {
 import { GetPetParams, ListPetsQuery, NewPet, Pet, Pets, ref } from '../contract/schemas.ts'
 import { ApiError } from '../errors.ts'
 import type { Deprecation } from '../plugins/deprecation.ts'
-import type { Store } from '../store/store.ts'
+import { IdempotencyKeyInUseError, type Store } from '../store/store.ts'
 import { decodeCursor, nextPageLink } from './cursor.ts'
+import { readIdempotencyKey, requestFingerprint } from './idempotency.ts'
 
 const getPetDeprecation: Deprecation = {
   deprecatedAt: GET_PET_DEPRECATED_AT,
@@ -20,7 +23,32 @@ const getPetDeprecation: Deprecation = {
   successor: '/v1/pets',
 }
 
-export const petRoutes: FastifyPluginAsyncTypebox<{ store: Store }> = async (app, { store }) => {
+export interface PetRoutesOptions {
+  store: Store
+  clock: Clock
+  /** D14: how long an Idempotency-Key's record is replayed. */
+  idempotencyTtlSeconds: number
+}
+
+/**
+ * Declared for the OpenAPI document only: every header arrives as a string, so this never
+ * refuses one; the handler reads the field lines themselves (routes/idempotency.ts).
+ */
+const CreatePetHeaders = Type.Object({
+  'Idempotency-Key': Type.Optional(
+    Type.String({
+      description:
+        'Makes the create safe to retry (draft-ietf-httpapi-idempotency-key-header): 1–255 visible ASCII characters (0x21–0x7E), or that as a quoted string (`"abc"` is the key `abc`). A repeat with the same key and the same body from the same API key, within 24 hours, gets the first answer again (same status, body and `Location`, plus `Idempotent-Replayed: true`) and makes no second animal; the same key with another body is a 422 `idempotency_key_reused`; a repeat while the first is still being processed waits for it, or gets a 409 `idempotency_key_in_use`. Keys are scoped to the API key. Failures (4xx, 5xx) are not recorded, so a retry runs again.',
+    }),
+  ),
+})
+
+export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (
+  app,
+  { store, clock, idempotencyTtlSeconds },
+) => {
+  const idempotencyTtlMs = idempotencyTtlSeconds * 1000
+
   app.get(
     '/pets',
     {
@@ -61,12 +89,18 @@ export const petRoutes: FastifyPluginAsyncTypebox<{ store: Store }> = async (app
         summary: 'Add an animal',
         description:
           'Adds an animal and returns it with its new `id`. The 201 is sent only once the animal is durably stored.',
+        headers: CreatePetHeaders,
         body: ref(NewPet),
         response: {
           201: jsonResponse('Animal added; the body carries the assigned `id`.', ref(Pet), {
             Location: headers.location,
+            'Idempotent-Replayed': headers.idempotentReplayed,
           }),
           400: errorResponse(['invalid_request']),
+          409: errorResponse(['idempotency_key_in_use'], {
+            'Retry-After': headers.retryAfterInUse,
+          }),
+          422: errorResponse(['idempotency_key_reused']),
           413: errorResponse(['payload_too_large']),
           415: errorResponse(['unsupported_media_type']),
           ...commonErrorResponses(),
@@ -74,8 +108,51 @@ export const petRoutes: FastifyPluginAsyncTypebox<{ store: Store }> = async (app
       },
     },
     async (request, reply) => {
-      const pet = await store.pets.create(request.body)
-      return reply.code(201).header('location', `/v1/pets/${pet.id}`).send(pet)
+      const key = readIdempotencyKey(request.raw.headersDistinct['idempotency-key'])
+      if (key === undefined) {
+        const pet = await store.pets.create(request.body)
+        return reply.code(201).header('location', `/v1/pets/${pet.id}`).send(pet)
+      }
+      // D14: the pet and the answer to replay commit together; a repeat finds that answer.
+      const fingerprint = requestFingerprint(request.body)
+      const now = clock.now()
+      let result: Awaited<ReturnType<typeof store.pets.createIdempotent>>
+      try {
+        result = await store.pets.createIdempotent(request.body, {
+          apiKeyId: request.apiKeyId,
+          key,
+          fingerprint,
+          now: new Date(now),
+          expiredAt: new Date(now - idempotencyTtlMs),
+          outcome: (pet) => ({
+            status: 201,
+            body: JSON.stringify(pet),
+            location: `/v1/pets/${pet.id}`,
+          }),
+        })
+      } catch (err) {
+        if (!(err instanceof IdempotencyKeyInUseError)) throw err
+        throw new ApiError(
+          'idempotency_key_in_use',
+          'a request with this Idempotency-Key is still being processed; retry in 1 s',
+          { 'retry-after': '1' },
+        )
+      }
+      const { created, found } = result
+      if (created !== undefined) {
+        return reply.code(201).header('location', `/v1/pets/${created.id}`).send(created)
+      }
+      if (found.fingerprint !== fingerprint) {
+        throw new ApiError(
+          'idempotency_key_reused',
+          'this Idempotency-Key was already used by this API key with another request body; use a new key for a new request',
+        )
+      }
+      return reply
+        .code(found.status)
+        .header('location', found.location)
+        .header('idempotent-replayed', 'true')
+        .send(JSON.parse(found.body))
     },
   )
 

@@ -46,6 +46,8 @@ export interface TestServerOptions {
   dbPath?: string
   store?: Store
   rateLimit?: number
+  /** D14's PETSTORE_IDEMPOTENCY_TTL; 24 hours unless given. */
+  idempotencyTtlSeconds?: number
   clock?: Clock
   corsOrigins?: string[]
   env?: DeploymentEnv
@@ -136,7 +138,13 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
   const { key } = await issueApiKey(store.apiKeys, env, 'test')
   const lifecycle = options.lifecycle ?? { draining: false }
   const app = await buildApp({
-    config: { rateLimit: options.rateLimit ?? 0, corsOrigins: options.corsOrigins ?? [] },
+    config: {
+      rateLimit: options.rateLimit ?? 0,
+      corsOrigins: options.corsOrigins ?? [],
+      ...(options.idempotencyTtlSeconds === undefined
+        ? {}
+        : { idempotencyTtlSeconds: options.idempotencyTtlSeconds }),
+    },
     store,
     verify: createKeyVerifier({
       env,

@@ -177,7 +177,7 @@ describe('CORS with a configured origin (D13)', () => {
         headers: {
           origin: allowed,
           'access-control-request-method': method,
-          'access-control-request-headers': 'authorization, content-type',
+          'access-control-request-headers': 'authorization, content-type, idempotency-key',
         },
       })
       assert.equal(response.status, 204, `${method} ${path}`)
@@ -187,6 +187,7 @@ describe('CORS with a configured origin (D13)', () => {
         .map((h) => h.trim().toLowerCase())
       assert.ok(allowHeaders.includes('authorization'), allowHeaders.join())
       assert.ok(allowHeaders.includes('content-type'), allowHeaders.join())
+      assert.ok(allowHeaders.includes('idempotency-key'), allowHeaders.join())
       const allowMethods = response.headers.get('access-control-allow-methods') ?? ''
       assert.ok(
         allowMethods
@@ -226,6 +227,7 @@ describe('CORS with a configured origin (D13)', () => {
       'RateLimit-Policy',
       'Retry-After',
       'X-Request-Id',
+      'Idempotent-Replayed',
     ]
     assert.deepEqual(exposed, expected.map((h) => h.toLowerCase()).sort())
     assert.deepEqual([...EXPOSED_HEADERS].sort(), [...expected].sort())
