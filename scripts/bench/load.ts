@@ -8,7 +8,12 @@ export interface Request {
   method: 'GET' | 'POST'
   path: string
   body?: string
+  /** D14: a new Idempotency-Key on every request (never a replay). */
+  idempotencyKey?: boolean
 }
+
+/** Keys must stay new across runs on the same database, or later runs would measure replays. */
+let keyedRuns = 0
 
 export interface RunFigures {
   /** Completed requests per second. */
@@ -52,7 +57,21 @@ export async function measure(options: {
     finished = resolve
     failed = reject
   })
+  const keyPrefix = `bench-${process.pid}-${Date.now()}-${++keyedRuns}`
+  let keysSent = 0
   const cannon: autocannon.Options = {
+    ...(request.idempotencyKey
+      ? {
+          requests: [
+            {
+              setupRequest: (req: autocannon.Request) => ({
+                ...req,
+                headers: { ...req.headers, 'idempotency-key': `${keyPrefix}-${++keysSent}` },
+              }),
+            },
+          ],
+        }
+      : {}),
     url: url + request.path,
     method: request.method,
     headers: AUTH_HEADERS(key, request),

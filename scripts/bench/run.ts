@@ -107,6 +107,16 @@ const scenarios: Scenario[] = [
       body: JSON.stringify({ name: 'Benchmark Bella', categoryId: 42, status: 'available' }),
     },
   },
+  {
+    id: 'createKeyed',
+    label: 'createPet (durable), a new `Idempotency-Key` each',
+    request: {
+      method: 'POST',
+      path: '/v1/pets',
+      body: JSON.stringify({ name: 'Benchmark Bella', categoryId: 42, status: 'available' }),
+      idempotencyKey: true,
+    },
+  },
 ]
 const only = args.only?.split(',')
 const selected = scenarios.filter((s) => only === undefined || only.includes(s.id))
