@@ -108,7 +108,12 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (
       },
     },
     async (request, reply) => {
-      const key = readIdempotencyKey(request.raw.headersDistinct['idempotency-key'])
+      // headersDistinct (every field line, to refuse disagreeing ones) is built on first use;
+      // most creates carry no key and skip it.
+      const key =
+        request.headers['idempotency-key'] === undefined
+          ? undefined
+          : readIdempotencyKey(request.raw.headersDistinct['idempotency-key'])
       if (key === undefined) {
         const pet = await store.pets.create(request.body)
         return reply.code(201).header('location', `/v1/pets/${pet.id}`).send(pet)
