@@ -7,12 +7,14 @@ import type { Config } from './config.ts'
 import { BODY_LIMIT_BYTES } from './contract/limits.ts'
 import { sharedSchemas } from './contract/schemas.ts'
 import type { KeyVerifier } from './keys/verifier.ts'
+import type { Metrics } from './metrics.ts'
 import { auth } from './plugins/auth.ts'
 import { deprecation } from './plugins/deprecation.ts'
 import { draining } from './plugins/draining.ts'
 import { errorHandling, frameworkErrors, methodNotAllowed } from './plugins/errors.ts'
 import { jsonBody } from './plugins/json-body.ts'
 import { type LoadSheddingOptions, loadShedding } from './plugins/load-shedding.ts'
+import { httpMetrics } from './plugins/metrics.ts'
 import { openapi } from './plugins/openapi.ts'
 import { rateLimit } from './plugins/rate-limit.ts'
 import { requestId, requestIdHeader } from './plugins/request-id.ts'
@@ -39,6 +41,8 @@ export interface AppParts {
    * gives them; without them Fastify makes a plain node:http server.
    */
   http?: Pick<FastifyServerOptions, 'serverFactory' | 'clientErrorHandler'>
+  /** D17: where the app's figures go (metrics.ts); none are taken unless given. */
+  metrics?: Metrics
 }
 
 export async function buildApp(parts: AppParts) {
@@ -64,6 +68,12 @@ export async function buildApp(parts: AppParts) {
 
   // D16: the store says once in this log when the database fails and when it works again.
   store.reportOutagesTo?.(app.log)
+  const { metrics } = parts
+  if (metrics !== undefined) {
+    store.observe?.(metrics.store)
+    // First, so that every answer is timed, whichever hook gave it.
+    await app.register(httpMetrics, { metrics })
+  }
 
   const rejectOtherMethods = methodNotAllowed(app)
   for (const schema of sharedSchemas) app.addSchema(schema)
@@ -78,6 +88,7 @@ export async function buildApp(parts: AppParts) {
     ...parts.loadShedding,
     exempt: ['/healthz'],
   })
+  metrics?.loadShedFrom(() => app.loadShedding.shed)
   await app.register(jsonBody)
   await app.register(openapi)
   await app.register(draining, { lifecycle })
@@ -98,6 +109,7 @@ export async function buildApp(parts: AppParts) {
         windowSeconds: 60,
         counter: parts.rateLimitCounter ?? new MemoryWindowCounter(),
         clock,
+        ...(metrics ? { observer: metrics.rateLimit } : {}),
       })
       await api.register(petRoutes, { store })
     },

@@ -39,8 +39,10 @@ import {
   type PetPage,
   type PetRepository,
   type Store,
+  type StoreObserver,
   StoreOpenError,
   StoreUnavailableError,
+  unobserved,
 } from './store.ts'
 
 export interface SqliteStoreOptions {
@@ -228,6 +230,7 @@ class SqliteStore implements Store {
   #pets: SqlitePetRepository | undefined
   #apiKeys: SqliteApiKeyRepository | undefined
   #probe: StatementSync | undefined
+  #observer: StoreObserver = unobserved
 
   constructor(db: DatabaseSync, attempts: Attempts) {
     this.#db = db
@@ -237,7 +240,10 @@ class SqliteStore implements Store {
   // Repositories prepare their statements against the migrated schema, so they are built on
   // first use, after migrate().
   get pets(): SqlitePetRepository {
-    this.#pets ??= new SqlitePetRepository(this.#db, this.#attempts)
+    if (this.#pets === undefined) {
+      this.#pets = new SqlitePetRepository(this.#db, this.#attempts)
+      this.#pets.observer = this.#observer
+    }
     return this.#pets
   }
 
@@ -248,6 +254,11 @@ class SqliteStore implements Store {
 
   reportOutagesTo(log: OutageLogger): void {
     this.#attempts.outages.logTo(log)
+  }
+
+  observe(observer: StoreObserver): void {
+    this.#observer = observer
+    if (this.#pets !== undefined) this.#pets.observer = observer
   }
 
   async migrate(): Promise<number[]> {
@@ -325,6 +336,8 @@ class SqlitePetRepository implements PetRepository {
   readonly #list: StatementSync
   readonly #listByStatus: StatementSync
   #pending: PendingCreate[] = []
+  /** D17: each group commit's size and duration. */
+  observer: StoreObserver = unobserved
   /** Set while the queue waits for another process's lock: the pauses, the next try. */
   #backoff: Backoff | undefined
   #retry: NodeJS.Timeout | undefined
@@ -380,6 +393,7 @@ class SqlitePetRepository implements PetRepository {
     }
     this.#pending = []
     this.#backoff = undefined
+    const began = performance.now()
     let created: Pet[]
     try {
       // run() and lastInsertRowid, not INSERT … RETURNING with get(): a statement left open
@@ -395,6 +409,7 @@ class SqlitePetRepository implements PetRepository {
       return
     }
     this.#attempts.committed()
+    this.observer.committed(batch.length, (performance.now() - began) / 1000)
     batch.forEach(({ resolve }, i) => {
       resolve(created[i] as Pet)
     })
