@@ -1,7 +1,7 @@
 // buildApp: the Fastify instance from injected parts (config, store, key verifier, clock).
 // It never listens; server.ts does, and tests build their own apps with their own parts.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyServerOptions, LogController } from 'fastify'
 import { type Clock, systemClock } from './clock.ts'
 import type { Config } from './config.ts'
 import { BODY_LIMIT_BYTES } from './contract/limits.ts'
@@ -18,6 +18,7 @@ import { httpMetrics } from './plugins/metrics.ts'
 import { openapi } from './plugins/openapi.ts'
 import { rateLimit } from './plugins/rate-limit.ts'
 import { requestId, requestIdHeader } from './plugins/request-id.ts'
+import { requestLog } from './plugins/request-log.ts'
 import { security, securityHeaders } from './plugins/security.ts'
 import { buildValidator, formatValidationErrors } from './plugins/validation.ts'
 import { MemoryWindowCounter, type WindowCounter } from './rate-limit/counter.ts'
@@ -53,6 +54,8 @@ export async function buildApp(parts: AppParts) {
   const app = Fastify({
     ...parts.http,
     logger: parts.logger ?? false,
+    // One line per request, ours (plugins/request-log.ts), instead of Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: requestId,
     bodyLimit: BODY_LIMIT_BYTES,
     // While closing, requests on open connections are still served (D11: nothing accepted is
@@ -74,6 +77,8 @@ export async function buildApp(parts: AppParts) {
     // First, so that every answer is timed, whichever hook gave it.
     await app.register(httpMetrics, { metrics })
   }
+
+  if (parts.logger) await app.register(requestLog)
 
   const rejectOtherMethods = methodNotAllowed(app)
   for (const schema of sharedSchemas) app.addSchema(schema)
