@@ -1,22 +1,25 @@
 // buildApp: the Fastify instance from injected parts (config, store, key verifier, clock).
 // It never listens; server.ts does, and tests build their own apps with their own parts.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyServerOptions, LogController } from 'fastify'
 import { type Clock, systemClock } from './clock.ts'
 import type { Config } from './config.ts'
 import { BODY_LIMIT_BYTES } from './contract/limits.ts'
 import { sharedSchemas } from './contract/schemas.ts'
 import { IdempotencyPurge } from './idempotency-purge.ts'
 import type { KeyVerifier } from './keys/verifier.ts'
+import type { Metrics } from './metrics.ts'
 import { auth } from './plugins/auth.ts'
 import { deprecation } from './plugins/deprecation.ts'
 import { draining } from './plugins/draining.ts'
 import { errorHandling, frameworkErrors, methodNotAllowed } from './plugins/errors.ts'
 import { jsonBody } from './plugins/json-body.ts'
 import { type LoadSheddingOptions, loadShedding } from './plugins/load-shedding.ts'
+import { httpMetrics } from './plugins/metrics.ts'
 import { openapi } from './plugins/openapi.ts'
 import { rateLimit } from './plugins/rate-limit.ts'
 import { requestId, requestIdHeader } from './plugins/request-id.ts'
+import { requestLog } from './plugins/request-log.ts'
 import { security, securityHeaders } from './plugins/security.ts'
 import { buildValidator, formatValidationErrors } from './plugins/validation.ts'
 import { MemoryWindowCounter, type WindowCounter } from './rate-limit/counter.ts'
@@ -42,6 +45,8 @@ export interface AppParts {
    * gives them; without them Fastify makes a plain node:http server.
    */
   http?: Pick<FastifyServerOptions, 'serverFactory' | 'clientErrorHandler'>
+  /** D17: where the app's figures go (metrics.ts); none are taken unless given. */
+  metrics?: Metrics
 }
 
 export async function buildApp(parts: AppParts) {
@@ -53,6 +58,8 @@ export async function buildApp(parts: AppParts) {
   const app = Fastify({
     ...parts.http,
     logger: parts.logger ?? false,
+    // One line per request, ours (plugins/request-log.ts), instead of Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: requestId,
     bodyLimit: BODY_LIMIT_BYTES,
     // While closing, requests on open connections are still served (D11: nothing accepted is
@@ -68,6 +75,14 @@ export async function buildApp(parts: AppParts) {
 
   // D16: the store says once in this log when the database fails and when it works again.
   store.reportOutagesTo?.(app.log)
+  const { metrics } = parts
+  if (metrics !== undefined) {
+    store.observe?.(metrics.store)
+    // First, so that every answer is timed, whichever hook gave it.
+    await app.register(httpMetrics, { metrics })
+  }
+
+  if (parts.logger) await app.register(requestLog)
 
   const rejectOtherMethods = methodNotAllowed(app)
   for (const schema of sharedSchemas) app.addSchema(schema)
@@ -82,6 +97,7 @@ export async function buildApp(parts: AppParts) {
     ...parts.loadShedding,
     exempt: ['/healthz'],
   })
+  metrics?.loadShedFrom(() => app.loadShedding.shed)
   await app.register(jsonBody)
   await app.register(openapi)
   await app.register(draining, { lifecycle })
@@ -102,6 +118,7 @@ export async function buildApp(parts: AppParts) {
         windowSeconds: 60,
         counter: parts.rateLimitCounter ?? new MemoryWindowCounter(),
         clock,
+        ...(metrics ? { observer: metrics.rateLimit } : {}),
       })
       await api.register(petRoutes, { store, clock, idempotencyTtlSeconds })
     },

@@ -13,6 +13,8 @@
 import cluster, { type Worker } from 'node:cluster'
 import { hostname } from 'node:os'
 import type { Config, LogLevel } from './config.ts'
+import { clusterScrape } from './metrics.ts'
+import { listenForScrapes } from './metrics-server.ts'
 import { announceInitialKey, prepareStore, startInstance } from './server.ts'
 import { DRAIN_MS, drainAndExit, onTerminationSignals } from './shutdown.ts'
 import { openStore } from './store/open.ts'
@@ -91,6 +93,11 @@ async function runPrimary(config: Readonly<Config>, count: number): Promise<void
       'without REDIS_URL each worker counts rate limits on its own, so a key may make up to ' +
         'workers × PETSTORE_RATE_LIMIT requests a minute; set REDIS_URL to share one budget',
     )
+  }
+  // D17: one scrape of the primary sees every worker's figures, summed. Before the workers
+  // start, so that a port in use stops the start before anything serves.
+  if (config.metrics !== undefined) {
+    await listenForScrapes(config.metrics, clusterScrape(), log)
   }
   new Supervisor(count, log).start()
 }
@@ -223,6 +230,6 @@ async function runWorker(config: Readonly<Config>): Promise<void> {
   process.on('uncaughtException', fail)
   process.on('unhandledRejection', fail)
 
-  instance = await startInstance(config, { prepared: true })
+  instance = await startInstance(config, { prepared: true, clusterWorker: true })
   await instance.listen()
 }

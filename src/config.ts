@@ -34,6 +34,14 @@ export interface Config {
   connections: ConnectionLimits
   /** D14: an Idempotency-Key's record lives this long after the first request (seconds). */
   idempotencyTtlSeconds: number
+  /** D17: where Prometheus scrapes `/metrics`, never the API's port; undefined: off. */
+  metrics: MetricsListener | undefined
+}
+
+/** D17: the metrics listener (METRICS_PORT, METRICS_HOST). */
+export interface MetricsListener {
+  port: number
+  host: string
 }
 
 /** D16: bounds on connections, so that memory and time never depend on what a client does. */
@@ -74,6 +82,7 @@ export const configDefaults = {
   PETSTORE_HEADERS_TIMEOUT_MS: '10000',
   PETSTORE_REQUEST_TIMEOUT_MS: '30000',
   PETSTORE_IDEMPOTENCY_TTL: '86400',
+  METRICS_PORT: '9464',
 } as const
 
 function read(env: Env, name: keyof typeof configDefaults): string {
@@ -94,17 +103,17 @@ function integer(name: string, raw: string, min: number, max: number): number {
  * A name whose last label is all digits is refused, as §2.1 says: it is a mistyped IPv4 address
  * (`127.0.0.256`), not a name. Whether it is an address of this machine is learnt at listen.
  */
-function host(raw: string): string {
+function host(raw: string, name = 'HOST'): string {
   if (isIP(raw) !== 0) return raw
-  const name = raw.replace(/\.$/, '') // a fully qualified name may end in a dot
-  const labels = name.split('.')
+  const bare = raw.replace(/\.$/, '') // a fully qualified name may end in a dot
+  const labels = bare.split('.')
   const isName =
-    name.length <= 253 &&
+    bare.length <= 253 &&
     labels.every((label) => /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(label)) &&
     !/^\d+$/.test(labels.at(-1) ?? '')
   if (!isName) {
     throw new ConfigError(
-      `HOST must be an IP address (0.0.0.0, ::, 127.0.0.1) or a host name (got ${JSON.stringify(raw)})`,
+      `${name} must be an IP address (0.0.0.0, ::, 127.0.0.1) or a host name (got ${JSON.stringify(raw)})`,
     )
   }
   return raw
@@ -244,11 +253,34 @@ function parseConnectionLimits(env: Env): ConnectionLimits {
   return Object.freeze(limits)
 }
 
+/**
+ * D17: METRICS_PORT (`off` disables) and METRICS_HOST (default: HOST). A port of its own, so
+ * that metrics are never public by accident with the API; hence never the API's port.
+ */
+function parseMetrics(env: Env, api: { port: number; host: string }): MetricsListener | undefined {
+  const rawHost = env.METRICS_HOST?.trim()
+  // Checked even when off: a bad value stops the start before it is ever used.
+  const metricsHost =
+    rawHost === undefined || rawHost === '' ? api.host : host(rawHost, 'METRICS_HOST')
+  const raw = read(env, 'METRICS_PORT')
+  if (raw.toLowerCase() === 'off') return undefined
+  if (!/^\d+$/.test(raw) || Number(raw) > 65535) {
+    throw new ConfigError(`METRICS_PORT must be an integer from 0 to 65535, or off (got "${raw}")`)
+  }
+  const port = Number(raw)
+  if (port !== 0 && port === api.port) {
+    throw new ConfigError(
+      `METRICS_PORT must differ from PORT (both ${port}): metrics are never served on the API's port`,
+    )
+  }
+  return Object.freeze({ port, host: metricsHost })
+}
+
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const deployment = oneOf('PETSTORE_ENV', read(env, 'PETSTORE_ENV'), ['production', 'staging'])
+  const api = { port: integer('PORT', read(env, 'PORT'), 0, 65535), host: host(read(env, 'HOST')) }
   return Object.freeze({
-    port: integer('PORT', read(env, 'PORT'), 0, 65535),
-    host: host(read(env, 'HOST')),
+    ...api,
     database: parseDatabase(env),
     env: deployment,
     apiKeys: Object.freeze(parseApiKeys(env, deployment)),
@@ -269,5 +301,6 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       1,
       IDEMPOTENCY_TTL_MAX_SECONDS,
     ),
+    metrics: parseMetrics(env, api),
   })
 }

@@ -6,6 +6,8 @@ import { httpServerParts, logDroppedConnections } from './http-server.ts'
 import { issueInitialKeyIfNone } from './keys/issue.ts'
 import { createKeyVerifier } from './keys/verifier.ts'
 import { loggerOptions } from './logging.ts'
+import { answerClusterScrapes, createMetrics } from './metrics.ts'
+import { listenForScrapes, type MetricsServer } from './metrics-server.ts'
 import { securityHeaders } from './plugins/security.ts'
 import { MemoryWindowCounter, type WindowCounter } from './rate-limit/counter.ts'
 import type { Lifecycle } from './routes/health.ts'
@@ -78,6 +80,11 @@ export interface Instance {
 export interface InstanceOptions {
   /** Migrations and the first-start key are done already (by the cluster primary). */
   prepared?: boolean
+  /**
+   * A cluster worker: the primary serves `/metrics` for every worker (D17), so this instance
+   * answers the primary's requests for its figures instead of listening for scrapes.
+   */
+  clusterWorker?: boolean
 }
 
 /**
@@ -96,6 +103,9 @@ export async function startInstance(
   const initialKey = options.prepared ? undefined : await prepareStore(store, config)
   const lifecycle: Lifecycle = { draining: false }
   const { counter, announce } = await rateLimitCounter(config)
+  // D17: no figures are taken at all with METRICS_PORT=off.
+  const metrics = config.metrics === undefined ? undefined : createMetrics()
+  if (metrics !== undefined && options.clusterWorker) answerClusterScrapes(metrics.registry)
   const app = await buildApp({
     config,
     store,
@@ -109,6 +119,7 @@ export async function startInstance(
     loadShedding: { maxEventLoopDelayMs: config.maxEventLoopDelayMs },
     logger: loggerOptions(config),
     http: httpServerParts(config.connections, await securityHeaders()),
+    ...(metrics ? { metrics } : {}),
   })
   logDroppedConnections(app.server, app.log)
   if (initialKey !== undefined) {
@@ -118,15 +129,26 @@ export async function startInstance(
   await announce(app)
 
   let closing: Promise<void> | undefined
+  let metricsServer: MetricsServer | undefined
   return {
     app,
     listen: async () => {
       await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG })
+      if (metrics !== undefined && config.metrics !== undefined && !options.clusterWorker) {
+        const { registry } = metrics
+        metricsServer = await listenForScrapes(
+          config.metrics,
+          { contentType: registry.contentType, body: () => registry.metrics() },
+          app.log,
+        )
+      }
     },
     close: () => {
       closing ??= (async () => {
         lifecycle.draining = true
         await app.close()
+        // After the drain, so that a scrape during it still sees the figures.
+        await metricsServer?.close()
         await store.close()
         await counter.close()
       })()

@@ -11,8 +11,9 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
-import { logLines } from './helpers/logs.ts'
+import { logLines, metricsUrlIn } from './helpers/logs.ts'
 import { runCli, type ServiceProcess, startService } from './helpers/process.ts'
+import { parseExposition, sampleValue } from './helpers/prometheus.ts'
 import { tempDir } from './helpers/server.ts'
 
 const KEY_LINE = /^ {4}(petstore_live_[0-9A-Za-z]{38})$/gm
@@ -128,6 +129,7 @@ describe('petstore serve --workers', () => {
       env = {
         DATABASE_URL: `sqlite:${join(dir.path, 'cluster.db')}`,
         PETSTORE_RATE_LIMIT: '0',
+        METRICS_PORT: '0',
       }
       service = await startService(env, ['--workers', '2'])
       await eventually('both workers listen', () => listeningPids(service).length === 2)
@@ -164,6 +166,42 @@ describe('petstore serve --workers', () => {
         ),
       )
       assert.deepEqual([...servedBy()].sort(ascending), workers)
+    })
+
+    test('one scrape of the primary sums both workers (D17)', async () => {
+      const url = metricsUrlIn(service.stdout())
+      assert.ok(url !== undefined, 'the primary logged its metrics URL')
+      const listed = {
+        http_request_method: 'GET',
+        http_route: '/v1/pets',
+        http_response_status_code: '200',
+      }
+      const count = async () => {
+        const response = await fetch(url)
+        assert.equal(response.status, 200)
+        const families = parseExposition(await response.text())
+        return sampleValue(families, 'http_server_request_duration_seconds_count', listed)
+      }
+      const before = await count()
+      const ids = Array.from({ length: 10 }, (_, i) => `scrape-${process.pid}-${i}`)
+      for (const id of ids) assert.equal(await getOnNewConnection(service.url, key, id), 200)
+      // Both workers answered some of them (each logs the requests it answers, with its pid).
+      await eventually('every request is logged', () =>
+        logLines(service.stdout()).some(
+          (line) => line.msg === 'request completed' && line.reqId === ids.at(-1),
+        ),
+      )
+      const servedBy = new Set(
+        logLines(service.stdout())
+          .filter((line) => line.msg === 'request completed' && ids.includes(String(line.reqId)))
+          .map((line) => line.pid),
+      )
+      assert.equal(servedBy.size, 2, 'both workers served')
+      assert.equal((await count()) - before, ids.length)
+      // The API's port has no /metrics, whichever worker answers.
+      const onApi = await fetch(`${service.url}/metrics`)
+      assert.equal(onApi.status, 404)
+      await onApi.arrayBuffer()
     })
 
     test('a worker that dies is replaced, and the service keeps answering', async () => {

@@ -243,6 +243,7 @@ async function drainCase(c: Case): Promise<void> {
     DATABASE_URL: `sqlite:${database}`,
     HOST: '127.0.0.1',
     PORT: '0',
+    METRICS_PORT: 'off',
     LOG_LEVEL: 'info',
     PETSTORE_API_KEYS: KEY,
     PETSTORE_RATE_LIMIT: '0',

@@ -228,6 +228,8 @@ try {
         {
           DATABASE_URL: `sqlite:${db}`,
           LOG_LEVEL: 'warn',
+          // A free port: the default, 9464, may be taken by another variant.
+          METRICS_PORT: '0',
           PETSTORE_RATE_LIMIT: '0',
           PETSTORE_API_KEYS: key,
           ...variant.env,

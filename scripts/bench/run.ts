@@ -11,6 +11,8 @@
 //   npm run bench                      the full run (many minutes)
 //   npm run bench -- --quick           a small table and short runs (< 1 min); for CI, asserts
 //                                      nothing about speed, only that the harness works
+//   LOG_LEVEL=info METRICS_PORT=off npm run bench -- --quick
+//                                      the service with per-request log lines, without metrics
 //   npm run bench -- --only get,create --rounds 3 --seconds 5 --profile
 //                                      a subset; --profile writes the service's --cpu-prof
 //                                      profile to .bench/profiles
@@ -192,7 +194,10 @@ function startService(name: string, dbPath: string): Promise<ServerProcess> {
     nodeArgs,
     {
       DATABASE_URL: `sqlite:${dbPath}`,
-      LOG_LEVEL: 'warn',
+      // As operators run it: problems logged, metrics taken (on a free port). Either can be
+      // set to measure its cost: LOG_LEVEL=info, METRICS_PORT=off.
+      LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+      METRICS_PORT: process.env.METRICS_PORT ?? '0',
       PETSTORE_RATE_LIMIT: '0',
       PETSTORE_API_KEYS: key,
     },

@@ -10,6 +10,7 @@ import { availableParallelism } from 'node:os'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { type Config, ConfigError, loadConfig } from '../config.ts'
 import { issueApiKey } from '../keys/issue.ts'
+import { MetricsListenError } from '../metrics-server.ts'
 import { openStore } from '../store/open.ts'
 import { backupSqliteDatabase } from '../store/sqlite.ts'
 import { type Store, StoreOpenError, StoreUnavailableError } from '../store/store.ts'
@@ -156,11 +157,16 @@ async function serveCommand(args: string[]): Promise<Run> {
  * resolver (getaddrinfo).
  */
 function listenFailure(err: unknown, config: Pick<Config, 'host' | 'port'>): string | undefined {
-  const code = err instanceof Error && 'code' in err ? String(err.code) : ''
+  // D17: the metrics listener's failure names its own variables.
+  const metrics = err instanceof MetricsListenError
+  const cause = metrics ? err.cause : err
+  const where = metrics ? err.listener : config
+  const code = cause instanceof Error && 'code' in cause ? String(cause.code) : ''
   const reason = LISTEN_FAILURES[code]
   if (reason === undefined) return undefined
-  const host = isIP(config.host) === 6 ? `[${config.host}]` : config.host
-  return `cannot listen on ${host}:${config.port}: ${reason}`
+  const host = isIP(where.host) === 6 ? `[${where.host}]` : where.host
+  const named = metrics ? reason.replace(/\((HOST|PORT)\)$/, '(METRICS_$1)') : reason
+  return `cannot listen on ${host}:${where.port}: ${named}`
 }
 
 const LISTEN_FAILURES: Partial<Record<string, string>> = {

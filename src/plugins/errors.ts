@@ -9,7 +9,7 @@ import type {
 } from 'fastify'
 import fp from 'fastify-plugin'
 import { BODY_LIMIT_BYTES } from '../contract/limits.ts'
-import { ApiError, codeForStatus, errorBody } from '../errors.ts'
+import { ApiError, codeForStatus, type ErrorCode, errorBody } from '../errors.ts'
 import { StoreUnavailableError } from '../store/store.ts'
 
 function fromFrameworkError(err: FastifyError): ApiError {
@@ -50,6 +50,7 @@ function fromFrameworkError(err: FastifyError): ApiError {
  */
 function sendError(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const apiError = fromFrameworkError(err)
+  reply.errorCode = apiError.code
   if (apiError.statusCode >= 500 && !(err instanceof StoreUnavailableError)) {
     request.log.error({ err }, 'request failed')
   }
@@ -72,7 +73,15 @@ export function frameworkErrors(headers: Readonly<Record<string, string>>) {
   }
 }
 
+declare module 'fastify' {
+  interface FastifyReply {
+    /** The Error body's code, once an error was sent (for the request's log line, D17). */
+    errorCode: ErrorCode | undefined
+  }
+}
+
 export const errorHandling = fp(async (app) => {
+  app.decorateReply('errorCode', undefined)
   app.setErrorHandler(sendError)
 
   app.setNotFoundHandler((request, reply) => {

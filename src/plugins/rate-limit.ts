@@ -13,6 +13,7 @@
 import fp from 'fastify-plugin'
 import type { Clock } from '../clock.ts'
 import { ApiError } from '../errors.ts'
+import type { RateLimitObserver } from '../metrics.ts'
 import { OutageLog, type OutageMessages } from '../outage-log.ts'
 import type { WindowCounter } from '../rate-limit/counter.ts'
 
@@ -22,6 +23,8 @@ export interface RateLimitOptions {
   windowSeconds: number
   counter: WindowCounter
   clock: Clock
+  /** D17: 429s and fail-open state, for metrics. */
+  observer?: RateLimitObserver
 }
 
 /** How an outage of the counter reads in the log: requests go through unlimited meanwhile. */
@@ -34,7 +37,7 @@ export const COUNTER_OUTAGE: OutageMessages = {
 }
 
 export const rateLimit = fp<RateLimitOptions>(
-  async (app, { quota, windowSeconds, counter, clock }) => {
+  async (app, { quota, windowSeconds, counter, clock, observer }) => {
     if (quota === 0) return
     const policy = `"default";q=${quota};w=${windowSeconds}`
     const windowMs = windowSeconds * 1000
@@ -48,16 +51,19 @@ export const rateLimit = fp<RateLimitOptions>(
         used = await counter.hit(request.apiKeyId, window, windowSeconds)
       } catch (err) {
         outages.failed(request.log, err)
+        observer?.failingOpen(true)
         reply.header('ratelimit-policy', policy)
         return
       }
       outages.succeeded(request.log)
+      observer?.failingOpen(false)
       const resetSeconds = Math.ceil(((window + 1) * windowMs - now) / 1000)
       const headers = {
         'ratelimit-policy': policy,
         ratelimit: `"default";r=${Math.max(0, quota - used)};t=${resetSeconds}`,
       }
       if (used > quota) {
+        observer?.limited()
         throw new ApiError(
           'rate_limited',
           `this API key has used its ${quota} requests for this minute; retry in ${resetSeconds} s`,

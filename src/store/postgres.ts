@@ -27,8 +27,11 @@ import {
   type NewApiKeyRecord,
   type PetPage,
   type PetRepository,
+  type PoolStats,
   type Store,
+  type StoreObserver,
   StoreUnavailableError,
+  unobserved,
 } from './store.ts'
 
 export interface PostgresStoreOptions {
@@ -246,6 +249,8 @@ class Database {
   #closing = false
   /** D16: every query that finds the database away, and every answer once it is back. */
   readonly outages = new StoreOutages()
+  /** D17: each create's commit. */
+  observer: StoreObserver = unobserved
 
   constructor(pool: Pool) {
     this.#pool = pool
@@ -333,6 +338,16 @@ class Database {
     }
   }
 
+  /** pg.Pool's own counts: totalCount includes the idle ones. */
+  poolStats(): PoolStats {
+    const pool = this.#pool
+    return {
+      inUse: pool.totalCount - pool.idleCount,
+      idle: pool.idleCount,
+      waiting: pool.waitingCount,
+    }
+  }
+
   async close(): Promise<void> {
     if (this.#closing) return
     this.#closing = true
@@ -394,6 +409,11 @@ class PostgresStore implements Store {
     this.#db.outages.logTo(log)
   }
 
+  observe(observer: StoreObserver): void {
+    this.#db.observer = observer
+    observer.pool?.(() => this.#db.poolStats())
+  }
+
   async close(): Promise<void> {
     await this.#db.close()
   }
@@ -442,11 +462,15 @@ class PostgresPetRepository implements PetRepository {
   }
 
   async create(pet: NewPet): Promise<Pet> {
+    // Each create is its own transaction (the INSERT autocommits), so a batch of one; the
+    // server groups concurrent flushes itself. Timed with the wait for a pooled connection.
+    const began = performance.now()
     const { rows } = await this.#db.query<PetRow>(SQL.insertPet, [
       pet.name,
       pet.categoryId,
       pet.status ?? null,
     ])
+    this.#db.observer.committed(1, (performance.now() - began) / 1000)
     return toPet(rows[0] as PetRow)
   }
 
@@ -458,6 +482,7 @@ class PostgresPetRepository implements PetRepository {
    */
   async createIdempotent(pet: NewPet, claim: IdempotencyClaim): Promise<IdempotentCreate> {
     let created: Pet | undefined
+    const began = performance.now()
     try {
       created = await this.#db.transaction(
         `BEGIN; SET LOCAL lock_timeout = ${LOCK_TIMEOUT_MS}`,
@@ -491,7 +516,10 @@ class PostgresPetRepository implements PetRepository {
       }
       throw err
     }
-    if (created !== undefined) return { created }
+    if (created !== undefined) {
+      this.#db.observer.committed(1, (performance.now() - began) / 1000)
+      return { created }
+    }
     const { rows } = await this.#db.query<IdempotencyRecord>(SQL.findKey, [
       claim.apiKeyId,
       claim.key,

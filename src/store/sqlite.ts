@@ -42,8 +42,10 @@ import {
   type PetPage,
   type PetRepository,
   type Store,
+  type StoreObserver,
   StoreOpenError,
   StoreUnavailableError,
+  unobserved,
 } from './store.ts'
 
 export interface SqliteStoreOptions {
@@ -249,6 +251,7 @@ class SqliteStore implements Store {
   #pets: SqlitePetRepository | undefined
   #apiKeys: SqliteApiKeyRepository | undefined
   #probe: StatementSync | undefined
+  #observer: StoreObserver = unobserved
 
   constructor(db: DatabaseSync, attempts: Attempts) {
     this.#db = db
@@ -258,7 +261,10 @@ class SqliteStore implements Store {
   // Repositories prepare their statements against the migrated schema, so they are built on
   // first use, after migrate().
   get pets(): SqlitePetRepository {
-    this.#pets ??= new SqlitePetRepository(this.#db, this.#attempts)
+    if (this.#pets === undefined) {
+      this.#pets = new SqlitePetRepository(this.#db, this.#attempts)
+      this.#pets.observer = this.#observer
+    }
     return this.#pets
   }
 
@@ -269,6 +275,11 @@ class SqliteStore implements Store {
 
   reportOutagesTo(log: OutageLogger): void {
     this.#attempts.outages.logTo(log)
+  }
+
+  observe(observer: StoreObserver): void {
+    this.#observer = observer
+    if (this.#pets !== undefined) this.#pets.observer = observer
   }
 
   async migrate(): Promise<number[]> {
@@ -351,6 +362,8 @@ class SqlitePetRepository implements PetRepository {
   readonly #insertRecord: StatementSync
   readonly #purgeRecords: StatementSync
   #pending: PendingCreate[] = []
+  /** D17: each group commit's size and duration. */
+  observer: StoreObserver = unobserved
   /** Set while the queue waits for another process's lock: the pauses, the next try. */
   #backoff: Backoff | undefined
   #retry: NodeJS.Timeout | undefined
@@ -432,6 +445,7 @@ class SqlitePetRepository implements PetRepository {
     }
     this.#pending = []
     this.#backoff = undefined
+    const began = performance.now()
     let results: IdempotentCreate[]
     try {
       results = batch.map(({ pet, claim }) => this.#insertOne(pet, claim))
@@ -442,6 +456,9 @@ class SqlitePetRepository implements PetRepository {
       return
     }
     this.#attempts.committed()
+    // Replays in the batch (a key already recorded) made no pet.
+    const createdCount = results.filter((result) => result.created !== undefined).length
+    this.observer.committed(createdCount, (performance.now() - began) / 1000)
     batch.forEach(({ resolve }, i) => {
       resolve(results[i] as IdempotentCreate)
     })

@@ -123,6 +123,32 @@ export interface Store {
    * than each request saying it. Silent until called. Optional so that a test double need not.
    */
   reportOutagesTo?(log: OutageLogger): void
+  /**
+   * D17: where the store reports what operators graph (metrics.ts turns it into Prometheus
+   * figures). The store knows nothing of what listens. Optional, like reportOutagesTo.
+   */
+  observe?(observer: StoreObserver): void
+}
+
+/** What a store reports as it works (D17); every method is cheap and never throws. */
+export interface StoreObserver {
+  /** A transaction that created `batchSize` pets committed after `seconds` (BEGIN to COMMIT). */
+  committed(batchSize: number, seconds: number): void
+  /** For a store with a connection pool: read at each scrape. */
+  pool?(stats: () => PoolStats): void
+}
+
+/** The observer of a store nobody observes. */
+export const unobserved: StoreObserver = { committed() {} }
+
+/** A connection pool's state now. */
+export interface PoolStats {
+  /** Connections running a query. */
+  inUse: number
+  /** Connections open and waiting for work. */
+  idle: number
+  /** Queries waiting for a connection. */
+  waiting: number
 }
 
 export interface StoreUnavailableOptions extends ErrorOptions {

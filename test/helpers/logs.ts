@@ -15,3 +15,9 @@ export function logLines(stdout: string): LogLine[] {
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as LogLine)
 }
+
+/** The metrics listener's URL, from its "metrics listening at …" line (D17). */
+export function metricsUrlIn(stdout: string): string | undefined {
+  const line = logLines(stdout).find((l) => /^metrics listening at /.test(l.msg ?? ''))
+  return typeof line?.url === 'string' ? line.url : undefined
+}

@@ -48,7 +48,15 @@ export async function startService(
   args: string[] = [],
 ): Promise<ServiceProcess> {
   const child = spawn(process.execPath, [BIN, 'serve', ...args], {
-    env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', ...env, LOG_LEVEL: 'info' },
+    // Metrics (D17) are off unless a test asks: parallel services would share port 9464.
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      METRICS_PORT: 'off',
+      ...env,
+      LOG_LEVEL: 'info',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''

@@ -11,6 +11,8 @@ import { type ConnectionLimits, type DeploymentEnv, loadConfig } from '../../src
 import { httpServerParts } from '../../src/http-server.ts'
 import { issueApiKey } from '../../src/keys/issue.ts'
 import { createKeyVerifier } from '../../src/keys/verifier.ts'
+import { createMetrics } from '../../src/metrics.ts'
+import { listenForScrapes, type MetricsServer } from '../../src/metrics-server.ts'
 import { securityHeaders } from '../../src/plugins/security.ts'
 import type { Lifecycle } from '../../src/routes/health.ts'
 import { openPostgresStore } from '../../src/store/postgres.ts'
@@ -59,6 +61,9 @@ export interface TestServerOptions {
   connections?: Partial<ConnectionLimits>
   /** Fastify's logger option (e.g. a stream the test reads); off unless given. */
   logger?: FastifyServerOptions['logger']
+  /** D17: metrics with a registry of this server's own, on a listener of their own. */
+  metrics?: boolean
+  rateLimitCounter?: AppParts['rateLimitCounter']
 }
 
 export interface TestServer {
@@ -71,6 +76,8 @@ export interface TestServer {
   /** The SQLite file or PostgreSQL URL of a store the server opened; '' for a given store. */
   dbPath: string
   lifecycle: Lifecycle
+  /** With `metrics`: the URL Prometheus would scrape (another port than `url`'s). */
+  metricsUrl: string | undefined
   /** fetch `path` on this server with the key (unless `headers.authorization` is given). */
   request(path: string, init?: RequestInit): Promise<Response>
   close(): Promise<void>
@@ -137,6 +144,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
   const env = options.env ?? 'production'
   const { key } = await issueApiKey(store.apiKeys, env, 'test')
   const lifecycle = options.lifecycle ?? { draining: false }
+  const metrics = options.metrics ? createMetrics() : undefined
   const app = await buildApp({
     config: {
       rateLimit: options.rateLimit ?? 0,
@@ -153,6 +161,8 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     }),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.loadShedding ? { loadShedding: options.loadShedding } : {}),
+    ...(options.rateLimitCounter ? { rateLimitCounter: options.rateLimitCounter } : {}),
+    ...(metrics ? { metrics } : {}),
     lifecycle,
     logger: options.logger,
     // The process's own server and its HTTP-layer errors (D16), as server.ts wires them.
@@ -165,6 +175,15 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
   const address = app.server.address()
   if (address === null || typeof address === 'string') throw new Error('no TCP address')
   const url = `http://127.0.0.1:${address.port}`
+  let metricsServer: MetricsServer | undefined
+  if (metrics !== undefined) {
+    const { registry } = metrics
+    metricsServer = await listenForScrapes(
+      { port: 0, host: '127.0.0.1' },
+      { contentType: registry.contentType, body: () => registry.metrics() },
+      app.log,
+    )
+  }
   return {
     url,
     key,
@@ -172,6 +191,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     app,
     dbPath,
     lifecycle,
+    metricsUrl: metricsServer?.url,
     request(path, init = {}) {
       const headers = new Headers(init.headers)
       if (!headers.has('authorization')) headers.set('authorization', `Bearer ${key}`)
@@ -179,6 +199,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     },
     async close() {
       await app.close()
+      await metricsServer?.close()
       await owned?.close()
     },
   }

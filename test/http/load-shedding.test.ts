@@ -10,6 +10,7 @@ import assert from 'node:assert/strict'
 import { Writable } from 'node:stream'
 import { after, before, describe, test } from 'node:test'
 import { type LogLine, logLines, WARN } from '../helpers/logs.ts'
+import { parseExposition, sampleValue } from '../helpers/prometheus.ts'
 import { createPet, errorOf, startServer, type TestServer } from '../helpers/server.ts'
 
 /** Spins `chunkMs` in every event loop iteration of this process until stopped. */
@@ -71,6 +72,7 @@ describe('load shedding while the event loop is behind (D16)', () => {
     server = await startServer({
       loadShedding: { maxEventLoopDelayMs: 20 },
       logger: { level: 'info', stream: log.stream },
+      metrics: true,
     })
   })
   after(() => server.close())
@@ -140,6 +142,18 @@ describe('load shedding while the event loop is behind (D16)', () => {
       log.lines().filter((line) => line.level > WARN),
       [],
     )
+  })
+
+  test('petstore_load_shed_total is the number shed, each also timed as a 503 (D17)', async () => {
+    assert.ok(server.metricsUrl !== undefined)
+    const families = parseExposition(await (await fetch(server.metricsUrl)).text())
+    const shed = server.app.loadShedding.shed
+    assert.ok(shed >= 3)
+    assert.equal(sampleValue(families, 'petstore_load_shed_total'), shed)
+    const answered503 = (families.get('http_server_request_duration_seconds')?.samples ?? [])
+      .filter((s) => s.name.endsWith('_count') && s.labels.http_response_status_code === '503')
+      .reduce((sum, s) => sum + s.value, 0)
+    assert.equal(answered503, shed)
   })
 })
 

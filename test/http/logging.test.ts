@@ -8,6 +8,7 @@ import { generateApiKey } from '../../src/keys/api-key.ts'
 import { issueApiKey } from '../../src/keys/issue.ts'
 import { createKeyVerifier } from '../../src/keys/verifier.ts'
 import { loggerOptions } from '../../src/logging.ts'
+import { traceIdOf } from '../../src/plugins/request-log.ts'
 import type { Store } from '../../src/store/store.ts'
 import { openTestStore } from '../helpers/server.ts'
 
@@ -51,7 +52,7 @@ async function startLoggedApp(logLevel: LogLevel, options: { failingList?: strin
           ping: () => real.ping(),
           close: () => real.close(),
         }
-  const { key } = await issueApiKey(real.apiKeys, 'production', 'logging')
+  const { key, record } = await issueApiKey(real.apiKeys, 'production', 'logging')
   const bootstrapKey = 'opaque-logging-key-0123456789-abcdefghijkl'
 
   const chunks: string[] = []
@@ -80,6 +81,7 @@ async function startLoggedApp(logLevel: LogLevel, options: { failingList?: strin
     app,
     url,
     key,
+    keyId: record.id,
     bootstrapKey,
     /** Everything logged so far, as text. */
     text: () => chunks.join(''),
@@ -149,6 +151,25 @@ for (const level of ['info', 'trace'] as const) {
         await send('/v1/pets', { headers: { ...auth, cookie: `session=${key}` } }, 'log-cookie-7'),
         200,
       )
+      const traced = (traceparent: string) => ({ ...auth, traceparent })
+      assert.equal(
+        await send(
+          '/v1/pets',
+          { headers: traced('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01') },
+          'log-trace-8',
+        ),
+        200,
+      )
+      // An all-zero trace id is invalid (W3C Trace Context §3.2.2.3): no trace id is logged.
+      assert.equal(
+        await send(
+          '/v1/pets',
+          { headers: traced('00-00000000000000000000000000000000-00f067aa0ba902b7-01') },
+          'log-trace-9',
+        ),
+        200,
+      )
+      assert.equal(await send('/wp-login.php', {}, 'log-unknown-10'), 404)
       // Let every "request completed" line be written.
       await logged.stop()
     })
@@ -162,18 +183,50 @@ for (const level of ['info', 'trace'] as const) {
       }
     })
 
-    it('the lines of each request carry its request id', () => {
+    it('each request has exactly one line, with its route, status, key id and error code (D17)', () => {
       const lines = logged.lines()
+      const expected: Record<string, Record<string, unknown>> = {
+        'log-list-1': { method: 'GET', route: '/v1/pets', status: 200, keyId: logged.keyId },
+        'log-create-2': { method: 'POST', route: '/v1/pets', status: 201, keyId: logged.keyId },
+        'log-invalid-3': {
+          route: '/v1/pets',
+          url: '/v1/pets?limit=0',
+          status: 400,
+          errorCode: 'invalid_request',
+        },
+        'log-missing-4': {
+          route: '/v1/pets/{petId}',
+          url: '/v1/pets/424242',
+          status: 404,
+          errorCode: 'not_found',
+        },
+        'log-wrong-5': { route: '/v1/pets', status: 401, errorCode: 'unauthorized' },
+        // An environment key's id is derived from its hash (keys/verifier.ts).
+        'log-env-6': { status: 200, keyId: /^env_[0-9a-f]{12}$/ },
+        'log-cookie-7': { status: 200, keyId: logged.keyId },
+        'log-trace-8': { status: 200, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' },
+        'log-trace-9': { status: 200 },
+        'log-unknown-10': { method: 'GET', route: '', status: 404, errorCode: 'not_found' },
+      }
       for (const id of requestIds) {
         const mine = lines.filter((line) => line.reqId === id)
-        assert.ok(mine.length >= 2, `${id}: ${mine.length} lines (incoming and completed)`)
-        assert.ok(
-          mine.some((line) => /incoming request/.test(line.msg ?? '')),
-          `${id}: no incoming request line`,
-        )
-        const completed = mine.find((line) => /request completed/.test(line.msg ?? ''))
-        assert.ok(completed, `${id}: no request completed line`)
-        assert.equal(typeof (completed.res as { statusCode?: unknown })?.statusCode, 'number')
+        assert.equal(mine.length, 1, `${id}: one line per request, got ${mine.length}`)
+        const [line] = mine
+        assert.ok(line)
+        assert.equal(line.level, 30, `${id}: at info`)
+        assert.equal(line.msg, 'request completed')
+        assert.equal(typeof line.durationMs, 'number')
+        assert.ok(Number(line.durationMs) >= 0)
+        for (const [field, value] of Object.entries(expected[id] ?? {})) {
+          if (value instanceof RegExp) {
+            assert.match(String(line[field]), value, `${id}: ${field}`)
+          } else {
+            assert.deepEqual(line[field], value, `${id}: ${field}`)
+          }
+        }
+        if (line.status === 401) assert.equal(line.keyId, undefined, `${id}: no key id on a 401`)
+        if (Number(line.status) < 400) assert.equal(line.errorCode, undefined, `${id}: errorCode`)
+        if (id !== 'log-trace-8') assert.equal(line.traceId, undefined, `${id}: traceId`)
       }
     })
 
@@ -235,7 +288,7 @@ describe('logging: redaction of the Authorization header (D8)', () => {
     assert.ok(!text.includes(key), 'a key of ours is redacted anywhere in the URL')
     const urls = logged
       .lines()
-      .map((line) => (line.req as { url?: string } | undefined)?.url)
+      .map((line) => (typeof line.url === 'string' ? line.url : undefined))
       .filter((url) => url !== undefined)
     assert.ok(urls.includes('/v1/pets?limit=5&api_key=[redacted]'), JSON.stringify(urls))
     assert.ok(urls.includes('/v1/pets?Token=[redacted]&status=sold'))
@@ -265,5 +318,67 @@ describe('logging: a 500 is logged in full, with its request id (D4, D8)', () =>
     assert.ok(errorLine, 'no error line for the request')
     assert.match(JSON.stringify(errorLine), new RegExp(CAUSE))
     assert.ok(!logged.text().includes(logged.key))
+  })
+})
+
+describe('logging at LOG_LEVEL=warn: only problems, no line per request (D8, D17)', () => {
+  const CAUSE = 'the disk went away'
+  let logged: LoggedApp
+
+  before(async () => {
+    logged = await startLoggedApp('warn', { failingList: CAUSE })
+  })
+  after(() => logged.stop().catch(() => {}))
+
+  it('a 201 and a 404 write nothing; a 500 writes its cause at error', async () => {
+    const headers = { authorization: `Bearer ${logged.key}` }
+    const create = await fetch(`${logged.url}/v1/pets`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json', 'x-request-id': 'warn-201' },
+      body: JSON.stringify({ name: 'Quiet', categoryId: 1 }),
+    })
+    assert.equal(create.status, 201)
+    const missing = await fetch(`${logged.url}/v1/pets/5000`, {
+      headers: { ...headers, 'x-request-id': 'warn-404' },
+    })
+    assert.equal(missing.status, 404)
+    const failed = await fetch(`${logged.url}/v1/pets`, {
+      headers: { ...headers, 'x-request-id': 'warn-500' },
+    })
+    assert.equal(failed.status, 500)
+    await Promise.all([create, missing, failed].map((r) => r.arrayBuffer()))
+    await logged.app.close()
+
+    const lines = logged.lines()
+    assert.deepEqual(
+      lines.filter((line) => line.msg === 'request completed'),
+      [],
+    )
+    assert.deepEqual(
+      lines.map((line) => [line.reqId, line.level]),
+      [['warn-500', 50]],
+    )
+    assert.match(JSON.stringify(lines[0]), new RegExp(CAUSE))
+  })
+})
+
+describe('the trace id logged comes only from a valid W3C traceparent (D17)', () => {
+  it('takes version 00 exactly, later versions with more fields, and nothing malformed', () => {
+    const trace = '4bf92f3577b34da6a3ce929d0e0e4736'
+    const ok = [`00-${trace}-00f067aa0ba902b7-01`, `cc-${trace}-00f067aa0ba902b7-01-extra`]
+    for (const header of ok) assert.equal(traceIdOf(header), trace, header)
+    for (const bad of [
+      undefined,
+      '',
+      `00-${trace}-00f067aa0ba902b7-01-extra`, // version 00 has four fields
+      `ff-${trace}-00f067aa0ba902b7-01`, // version ff is invalid
+      `00-${trace.toUpperCase()}-00f067aa0ba902b7-01`, // lowercase only
+      `00-${trace}-0000000000000000-01`, // all-zero parent id
+      `00-${trace.slice(1)}-00f067aa0ba902b7-01`,
+      `00-${trace}-00f067aa0ba902b7-01, 00-${trace}-00f067aa0ba902b7-01`, // two headers joined
+      ['a', 'b'],
+    ]) {
+      assert.equal(traceIdOf(bad), undefined, JSON.stringify(bad))
+    }
   })
 })

@@ -7,8 +7,9 @@ import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { RedisWindowCounter } from '../../src/rate-limit/redis.ts'
-import { logLines, WARN } from '../helpers/logs.ts'
+import { logLines, metricsUrlIn, WARN } from '../helpers/logs.ts'
 import { type ServiceProcess, startService } from '../helpers/process.ts'
+import { parseExposition, sampleValue } from '../helpers/prometheus.ts'
 import { closedPort } from '../helpers/redis.ts'
 import { tempDir } from '../helpers/server.ts'
 
@@ -27,6 +28,7 @@ describe('rate limit with Redis unreachable (fail open)', () => {
       PETSTORE_API_KEYS: KEY,
       PETSTORE_RATE_LIMIT: '2',
       REDIS_URL: redisUrl,
+      METRICS_PORT: '0',
     })
   })
   after(async () => {
@@ -59,6 +61,14 @@ describe('rate limit with Redis unreachable (fail open)', () => {
       assert.equal(response.headers.get('retry-after'), null)
       await response.body?.cancel()
     }
+  })
+
+  test('metrics say that the limiter fails open, and count no 429 (D17)', async () => {
+    const url = metricsUrlIn(service.stdout())
+    assert.ok(url !== undefined, 'the metrics listener logged its URL')
+    const families = parseExposition(await (await fetch(url)).text())
+    assert.equal(sampleValue(families, 'petstore_rate_limit_fail_open'), 1)
+    assert.equal(sampleValue(families, 'petstore_rate_limited_total'), 0)
   })
 
   test('the outage is logged once, as a warning, without the password', async () => {
