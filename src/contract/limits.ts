@@ -20,3 +20,10 @@ export const BODY_LIMIT_BYTES = 16 * 1024
 /** getPet: deprecated since the service's v1.0.0 release, removed at the sunset the interface sets (D7). */
 export const GET_PET_DEPRECATED_AT = new Date('2026-11-22T00:00:00Z')
 export const GET_PET_SUNSET_AT = new Date('2030-12-05T00:00:00Z')
+
+/** Idempotency-Key (D14): 1–255 visible ASCII characters, as the draft allows. */
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 255
+
+/** Idempotency records expire this long after the first request, unless PETSTORE_IDEMPOTENCY_TTL says (D14). */
+export const IDEMPOTENCY_TTL_DEFAULT_SECONDS = 24 * 60 * 60
+export const IDEMPOTENCY_TTL_MAX_SECONDS = 7 * 24 * 60 * 60

@@ -4,7 +4,9 @@
 // database look-up. Only the SHA-256 of a key is ever stored.
 import { hash, randomBytes } from 'node:crypto'
 import { crc32 } from 'node:zlib'
-import type { DeploymentEnv } from '../config.ts'
+
+/** The environment a key is issued for and accepted in (PETSTORE_ENV). */
+export type DeploymentEnv = 'production' | 'staging'
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 const SECRET_LENGTH = 32

@@ -1,7 +1,6 @@
 // Issuing a key: generate, store the hash, hand the secret back exactly once.
-import type { DeploymentEnv } from '../config.ts'
 import type { ApiKeyRecord, ApiKeyRepository } from '../store/store.ts'
-import { generateApiKey, hashApiKey, keyHint, newKeyId } from './api-key.ts'
+import { type DeploymentEnv, generateApiKey, hashApiKey, keyHint, newKeyId } from './api-key.ts'
 
 export async function issueApiKey(
   apiKeys: ApiKeyRepository,

@@ -7,7 +7,7 @@
 // `Connection: close`, and until the server has closed, connections that fall idle are closed too
 // (a response that was already being written when draining began kept its keep-alive).
 import fp from 'fastify-plugin'
-import type { Lifecycle } from '../routes/health.ts'
+import type { Lifecycle } from '../lifecycle.ts'
 
 const IDLE_SWEEP_MS = 50
 

@@ -3,12 +3,8 @@
 //   be written: D16) and the process is not draining. A 503 carries Retry-After like every 503.
 import type { FastifyPluginAsync } from 'fastify'
 import { errorBody } from '../errors.ts'
+import type { Lifecycle } from '../lifecycle.ts'
 import { type Store, StoreUnavailableError } from '../store/store.ts'
-
-export interface Lifecycle {
-  /** Set on SIGTERM/SIGINT (D11): readiness fails so load balancers stop sending traffic. */
-  draining: boolean
-}
 
 export const healthRoutes: FastifyPluginAsync<{ store: Store; lifecycle: Lifecycle }> = async (
   app,

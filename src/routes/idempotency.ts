@@ -1,13 +1,8 @@
 // D14: what createPet needs to honour an Idempotency-Key (draft-ietf-httpapi-idempotency-key-header):
 // the key as sent, and a fingerprint of the request it was sent with.
 import { createHash } from 'node:crypto'
+import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../contract/limits.ts'
 import { ApiError } from '../errors.ts'
-
-/** Records expire this long after the first request, unless PETSTORE_IDEMPOTENCY_TTL says. */
-export const IDEMPOTENCY_TTL_DEFAULT_SECONDS = 24 * 60 * 60
-export const IDEMPOTENCY_TTL_MAX_SECONDS = 7 * 24 * 60 * 60
-
-export const IDEMPOTENCY_KEY_MAX_LENGTH = 255
 
 /** 1–255 visible ASCII characters (0x21–0x7E). */
 const KEY = new RegExp(`^[\\x21-\\x7E]{1,${IDEMPOTENCY_KEY_MAX_LENGTH}}$`)
