@@ -11,11 +11,13 @@
 // second, forwarded signal would read as an operator's "stop now". A worker drains once,
 // whatever asked it first; escalation (a second signal, a deadline) belongs to the primary.
 import cluster, { type Worker } from 'node:cluster'
-import { hostname } from 'node:os'
-import type { Config, LogLevel } from './config.ts'
+import { type Logger, pino } from 'pino'
+import type { Config } from './config.ts'
+import { startInstance } from './instance.ts'
+import { loggerOptions } from './logging.ts'
 import { clusterScrape } from './metrics.ts'
 import { listenForScrapes } from './metrics-server.ts'
-import { announceInitialKey, prepareStore, startInstance } from './server.ts'
+import { announceInitialKey, prepareStore } from './prepare.ts'
 import { DRAIN_MS, drainAndExit, onTerminationSignals } from './shutdown.ts'
 import { openStore } from './store/open.ts'
 
@@ -49,34 +51,22 @@ export function serveCluster(config: Readonly<Config>, workers: number): Promise
 // ---------------------------------------------------------------------------------------------
 // Primary
 
-const LEVELS = { debug: 20, info: 30, warn: 40, error: 50 } as const
-type PrimaryLevel = keyof typeof LEVELS
-
-type PrimaryLog = Record<PrimaryLevel, (fields: object, message: string) => void>
-
 /**
- * The primary has no Fastify instance, so it writes the same JSON lines as pino does (level,
- * time, pid, hostname, msg), at the configured LOG_LEVEL, beside its workers' lines.
+ * The primary has no Fastify instance; it logs through pino as the workers do, with the same
+ * options (level, redaction), marked `role: "primary"`, beside its workers' lines. Synchronous,
+ * because the primary ends with process.exit, which must not cut its last lines.
  */
-function primaryLogger(level: LogLevel): PrimaryLog {
-  const threshold: number =
-    level === 'silent' ? Number.POSITIVE_INFINITY : { ...LEVELS, trace: 10, fatal: 60 }[level]
-  const base = { pid: process.pid, hostname: hostname(), role: 'primary' }
-  const at = (name: PrimaryLevel) => (fields: object, msg: string) => {
-    if (LEVELS[name] < threshold) return
-    process.stdout.write(
-      `${JSON.stringify({ level: LEVELS[name], time: Date.now(), ...base, ...fields, msg })}\n`,
-    )
-  }
-  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }
+function primaryLogger(config: Pick<Config, 'logLevel'>): Logger {
+  const logger = pino(loggerOptions(config), pino.destination({ sync: true }))
+  return logger.child({ role: 'primary' })
 }
 
-async function prepareOnce(config: Readonly<Config>, log: PrimaryLog): Promise<void> {
+async function prepareOnce(config: Readonly<Config>, log: Logger): Promise<void> {
   const store = await openStore(config.database)
   try {
     const initialKey = await prepareStore(store, config)
     if (initialKey !== undefined) {
-      log.warn({}, 'no API key existed; created one and printed it once on stderr')
+      log.warn('no API key existed; created one and printed it once on stderr')
       announceInitialKey(initialKey)
     }
   } finally {
@@ -85,7 +75,7 @@ async function prepareOnce(config: Readonly<Config>, log: PrimaryLog): Promise<v
 }
 
 async function runPrimary(config: Readonly<Config>, count: number): Promise<void> {
-  const log = primaryLogger(config.logLevel)
+  const log = primaryLogger(config)
   await prepareOnce(config, log)
   if (count > 1 && config.rateLimit > 0 && config.redis === undefined) {
     log.warn(
@@ -104,14 +94,14 @@ async function runPrimary(config: Readonly<Config>, count: number): Promise<void
 
 class Supervisor {
   readonly #count: number
-  readonly #log: PrimaryLog
+  readonly #log: Logger
   readonly #live = new Set<Worker>()
   readonly #listened = new WeakSet<Worker>()
   #startFailures = 0
   #shuttingDown = false
   #exitCode = 0
 
-  constructor(count: number, log: PrimaryLog) {
+  constructor(count: number, log: Logger) {
     this.#count = count
     this.#log = log
   }
@@ -189,8 +179,8 @@ class Supervisor {
   }
 
   #finish(): void {
-    if (this.#exitCode === 0) this.#log.info({}, 'shut down cleanly')
-    else this.#log.warn({}, 'stopped with errors (logged above); exit code 1')
+    if (this.#exitCode === 0) this.#log.info('shut down cleanly')
+    else this.#log.warn('stopped with errors (logged above); exit code 1')
     process.exit(this.#exitCode)
   }
 }

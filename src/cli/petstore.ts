@@ -11,8 +11,8 @@ import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { type Config, ConfigError, loadConfig } from '../config.ts'
 import { issueApiKey } from '../keys/issue.ts'
 import { MetricsListenError } from '../metrics-server.ts'
+import { backupSqliteDatabase } from '../operations/backup.ts'
 import { openStore } from '../store/open.ts'
-import { backupSqliteDatabase } from '../store/sqlite.ts'
 import { type Store, StoreOpenError, StoreUnavailableError } from '../store/store.ts'
 
 const OVERVIEW = `Usage: petstore <command> [options]

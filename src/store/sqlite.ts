@@ -14,9 +14,9 @@
 // a lock held by another process is waited for in short tries on timers; a full, read-only or
 // failing disk answers 503 with what happened, is logged once (outages.ts), and turns readiness
 // 503 until a write commits again.
-import { existsSync, linkSync, mkdirSync, rmSync } from 'node:fs'
-import { dirname, resolve } from 'node:path'
-import { backup, DatabaseSync, type StatementSync } from 'node:sqlite'
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
 import type { OutageLogger } from '../outage-log.ts'
@@ -136,48 +136,6 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     throw new StoreOpenError(`cannot open the SQLite database ${options.path}`, { cause: err })
   }
 }
-
-/**
- * `petstore backup`: a consistent copy of a live database file through SQLite's online backup
- * API, so the service keeps serving (and writing) meanwhile. Returns the number of pages copied.
- *
- * The whole file is copied in one step. In steps of a few pages (node:sqlite's default is 100),
- * every write by the service between two steps restarts the copy: measured on a 160 MB file
- * with a write every 5 ms, it had not finished after 120 s; in one step it took 0.8 s. In WAL
- * mode the service's writes do not wait for the copy meanwhile.
- *
- * The copy is written under a temporary name and renamed when complete, so an interrupted
- * backup never leaves a file that looks like a good one; an existing file is never overwritten.
- */
-export async function backupSqliteDatabase(sourcePath: string, targetPath: string) {
-  if (sourcePath === ':memory:') throw new Error('an in-memory database has nothing to back up')
-  if (!existsSync(sourcePath)) throw new Error(`there is no database at ${sourcePath}`)
-  if (resolve(sourcePath) === resolve(targetPath)) {
-    throw new Error('the backup must go to another file than the database itself')
-  }
-  if (!existsSync(dirname(targetPath))) {
-    throw new Error(`the folder ${dirname(targetPath)} does not exist`)
-  }
-  if (existsSync(targetPath)) throw new Error(`${targetPath} exists already; choose a new file`)
-  const partial = `${targetPath}.partial-${process.pid}`
-  const source = new DatabaseSync(sourcePath, { timeout: BUSY_TIMEOUT_MS })
-  try {
-    // A copy that finds the file locked starts again, like every other write (sqlite-failures.ts).
-    const pages = await retryWhileBusy(
-      () => backup(source, partial, { rate: ALL_PAGES }),
-      LOCK_TIMEOUT_MS,
-    )
-    // A link, unlike a rename, fails if the target has appeared meanwhile.
-    linkSync(partial, targetPath)
-    return pages
-  } finally {
-    source.close()
-    rmSync(partial, { force: true })
-  }
-}
-
-/** The largest step node:sqlite accepts (a positive int32): every page at once. */
-const ALL_PAGES = 2 ** 31 - 1
 
 /**
  * What every statement goes through, shared by the store and its repositories: the lock is

@@ -1,0 +1,85 @@
+// The layout is part of the design (README "Design"): data flows config → store → app → server,
+// and each module holds one concern. These checks keep it so: no import cycle anywhere in src/,
+// the lower layers never reach up, and the client never imports the server's code (D18).
+import assert from 'node:assert/strict'
+import { globSync, readFileSync } from 'node:fs'
+import { dirname, join, normalize } from 'node:path'
+import { test } from 'node:test'
+
+/** Relative imports of a module, static (`from '…'`) and dynamic (`import('…')`). */
+function relativeImports(file: string): string[] {
+  const source = readFileSync(file, 'utf8')
+  const found = [...source.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)]
+  return found.map(([, target]) => normalize(join(dirname(file), target as string)))
+}
+
+function importGraph(pattern: string): Map<string, string[]> {
+  const files = globSync(pattern).map((file) => normalize(file))
+  return new Map(files.map((file) => [file, relativeImports(file)]))
+}
+
+/** Every cycle's path, found by depth-first search (white/grey/black). */
+function cycles(graph: Map<string, string[]>): string[][] {
+  const state = new Map<string, 'open' | 'done'>()
+  const found: string[][] = []
+  const visit = (file: string, path: string[]) => {
+    if (state.get(file) === 'done') return
+    if (state.get(file) === 'open') {
+      found.push([...path.slice(path.indexOf(file)), file])
+      return
+    }
+    state.set(file, 'open')
+    for (const next of graph.get(file) ?? []) visit(next, [...path, file])
+    state.set(file, 'done')
+  }
+  for (const file of graph.keys()) visit(file, [])
+  return found
+}
+
+const src = importGraph('src/**/*.ts')
+
+test('architecture: no import cycle in src/', () => {
+  assert.deepEqual(
+    cycles(src).map((cycle) => cycle.join(' → ')),
+    [],
+  )
+})
+
+test('architecture: the cycle finder finds a cycle when there is one', () => {
+  const graph = new Map([
+    ['a.ts', ['b.ts']],
+    ['b.ts', ['c.ts']],
+    ['c.ts', ['a.ts']],
+  ])
+  assert.deepEqual(cycles(graph), [['a.ts', 'b.ts', 'c.ts', 'a.ts']])
+})
+
+/** What each lower layer may import from src/ (besides its own folder). */
+const LOWER_LAYERS: Array<{ folder: string; mayImport: RegExp }> = [
+  // The contract is the bottom: it depends on nothing of ours but the error catalog.
+  { folder: 'src/contract/', mayImport: /^src\/(contract\/|errors\.ts$)/ },
+  // The engines store (config → store); they know nothing of HTTP, the app or the process.
+  {
+    folder: 'src/store/',
+    mayImport: /^src\/(store\/|contract\/|config\.ts$|clock\.ts$|outage-log\.ts$|errors\.ts$)/,
+  },
+  { folder: 'src/keys/', mayImport: /^src\/(keys\/|store\/store\.ts$)/ },
+]
+
+for (const { folder, mayImport } of LOWER_LAYERS) {
+  test(`architecture: ${folder} imports only what lies below it`, () => {
+    const upward = [...src]
+      .filter(([file]) => file.startsWith(folder))
+      .flatMap(([file, imports]) => imports.map((target) => `${file} → ${target}`))
+      .filter((edge) => !mayImport.test(edge.split(' → ')[1] as string))
+    assert.deepEqual(upward, [])
+  })
+}
+
+test('architecture: the client imports nothing outside client/ (D18)', () => {
+  const client = importGraph('client/src/**/*.ts')
+  const outside = [...client]
+    .flatMap(([file, imports]) => imports.map((target) => `${file} → ${target}`))
+    .filter((edge) => !(edge.split(' → ')[1] as string).startsWith('client/'))
+  assert.deepEqual(outside, [])
+})
