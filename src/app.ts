@@ -70,7 +70,7 @@ export async function buildApp(parts: AppParts) {
     // ours is typed as Fastify calls it, hence the cast.
     schemaController: { compilersFactory: { buildValidator: buildValidator as never } },
     schemaErrorFormatter: formatValidationErrors,
-    frameworkErrors: frameworkErrors(await securityHeaders()),
+    frameworkErrors: frameworkErrors(securityHeaders()),
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   // D16: the store says once in this log when the database fails and when it works again.

@@ -90,7 +90,7 @@ export async function startInstance(
     lifecycle,
     loadShedding: { maxEventLoopDelayMs: config.maxEventLoopDelayMs },
     logger: loggerOptions(config),
-    http: httpServerParts(config.connections, await securityHeaders()),
+    http: httpServerParts(config.connections, securityHeaders()),
     ...(metrics ? { metrics } : {}),
   })
   logDroppedConnections(app.server, app.log)

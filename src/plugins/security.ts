@@ -1,8 +1,9 @@
 // D13: security headers on every response; CORS only for configured origins.
+
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import cors from '@fastify/cors'
-import helmet from '@fastify/helmet'
-import Fastify from 'fastify'
 import fp from 'fastify-plugin'
+import helmet from 'helmet'
 import { ApiError } from '../errors.ts'
 
 /** Headers a browser client may read (D13). */
@@ -19,46 +20,43 @@ export const EXPOSED_HEADERS = [
 ]
 
 /**
- * The headers helmet's defaults set (CSP, nosniff, frame denial, HSTS, no referrer leaks, …),
- * taken once from a throw-away app. They do not depend on the request, but @fastify/helmet
- * rebuilds helmet's middleware and re-parses the CSP on every request, for the same dozen
- * constant strings: measured, that cost 20 µs of CPU per request (getPet 69 → 89 µs) and its
- * garbage doubled the memory under load (154 → 305 MB RSS; docs/benchmarks.md).
+ * The headers helmet's defaults set (CSP, nosniff, frame denial, HSTS, no referrer leaks, …).
+ * They do not depend on the request, so helmet's middleware runs once, here, against a
+ * collector of the headers it sets, and every response gets the same frozen object. Run per
+ * request (as @fastify/helmet does, rebuilding the middleware and re-parsing the CSP), it cost
+ * 20 µs of CPU per request (getPet 69 → 89 µs) and its garbage doubled the memory under load
+ * (154 → 305 MB RSS; docs/benchmarks.md).
  */
-async function helmetHeaders(): Promise<Readonly<Record<string, string>>> {
-  const probe = async (withHelmet: boolean) => {
-    const app = Fastify()
-    if (withHelmet) await app.register(helmet, { global: true })
-    app.get('/', async () => '')
-    const { headers } = await app.inject('/')
-    await app.close()
-    return headers
+function helmetHeaders(): Readonly<Record<string, string>> {
+  const headers: Record<string, string> = {}
+  const collector = {
+    setHeader: (name: string, value: string | number) => {
+      headers[name.toLowerCase()] = String(value)
+    },
+    // helmet removes X-Powered-By, which we never set.
+    removeHeader: () => {},
   }
-  const plain = await probe(false)
-  const helmeted = await probe(true)
-  return Object.freeze(
-    Object.fromEntries(
-      Object.entries(helmeted)
-        .filter(([name]) => !(name in plain))
-        .map(([name, value]) => [name, String(value)]),
-    ),
-  )
+  // helmet's defaults read nothing from the request; the collector is all of a response it uses.
+  helmet()({} as IncomingMessage, collector as unknown as ServerResponse, (err?: unknown) => {
+    if (err) throw err
+  })
+  return Object.freeze(headers)
 }
 
-let computed: Promise<Readonly<Record<string, string>>> | undefined
+let computed: Readonly<Record<string, string>> | undefined
 
 /**
  * The security headers every response carries (D13), computed once per process. Answers made
  * outside the app's hooks (routing errors, the server's HTTP-layer errors, D16) use them too.
  */
-export function securityHeaders(): Promise<Readonly<Record<string, string>>> {
+export function securityHeaders(): Readonly<Record<string, string>> {
   computed ??= helmetHeaders()
   return computed
 }
 
 export const security = fp<{ corsOrigins: readonly string[] }>(async (app, { corsOrigins }) => {
   // The /docs page sets its own CSP for its assets (plugins/openapi.ts), over this one.
-  const headers = await securityHeaders()
+  const headers = securityHeaders()
   app.addHook('onRequest', (_request, reply, done) => {
     reply.headers(headers)
     done()

@@ -169,7 +169,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     // The process's own server and its HTTP-layer errors (D16), as server.ts wires them.
     http: httpServerParts(
       { ...loadConfig({}).connections, ...options.connections },
-      await securityHeaders(),
+      securityHeaders(),
     ),
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
