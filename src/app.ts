@@ -22,11 +22,11 @@ import { rateLimit } from './plugins/rate-limit.ts'
 import { requestId, requestIdHeader } from './plugins/request-id.ts'
 import { requestLog } from './plugins/request-log.ts'
 import { security, securityHeaders } from './plugins/security.ts'
-import { buildValidator, formatValidationErrors } from './plugins/validation.ts'
 import { MemoryWindowCounter, type WindowCounter } from './rate-limit/counter.ts'
 import { healthRoutes } from './routes/health.ts'
 import { petRoutes } from './routes/pets.ts'
 import type { Store } from './store/store.ts'
+import { buildValidator, formatValidationErrors } from './validation.ts'
 
 export interface AppParts {
   /** Without idempotencyTtlSeconds, Idempotency-Key records live 24 hours (D14). */
