@@ -2,7 +2,7 @@
 // and each module holds one concern. These checks keep it so: no import cycle anywhere in src/,
 // the lower layers never reach up, and the client never imports the server's code (D18).
 import assert from 'node:assert/strict'
-import { globSync, readFileSync } from 'node:fs'
+import { globSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, normalize } from 'node:path'
 import { test } from 'node:test'
 
@@ -82,4 +82,21 @@ test('architecture: the client imports nothing outside client/ (D18)', () => {
     .flatMap(([file, imports]) => imports.map((target) => `${file} → ${target}`))
     .filter((edge) => !(edge.split(' → ')[1] as string).startsWith('client/'))
   assert.deepEqual(outside, [])
+})
+
+test('architecture: the README layout names every file and folder at the top of src/', () => {
+  const readme = readFileSync('README.md', 'utf8')
+  const layout = readme.slice(readme.indexOf('**Layout.**'))
+  const block = layout.slice(
+    layout.indexOf('```'),
+    layout.indexOf('```', layout.indexOf('```') + 3),
+  )
+  const named = new Set([...block.matchAll(/^ {2}([\w.-]+\/?)/gm)].map(([, name]) => name))
+  const entries = readdirSync('src', { withFileTypes: true }).map((entry) =>
+    entry.isDirectory() ? `${entry.name}/` : entry.name,
+  )
+  assert.deepEqual(
+    entries.filter((entry) => !named.has(entry)),
+    [],
+  )
 })
