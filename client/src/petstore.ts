@@ -73,7 +73,7 @@ export class Petstore {
     const base = baseAddress(options.baseUrl)
     if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
       throw new TypeError(
-        'Petstore: apiKey is missing or empty; pass the API key (e.g. process.env.PETSTORE_API_KEY, set to the key)',
+        'Petstore: apiKey is missing or empty; pass the API key the service issued (petstore keys create)',
       )
     }
     const maxRetries = options.maxRetries ?? DEFAULTS.maxRetries
