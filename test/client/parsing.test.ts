@@ -4,9 +4,10 @@ import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
 import { test } from 'node:test'
 import { GET_PET_SUNSET } from '../../client/src/contract.ts'
+import { PetstoreError, type PetstoreErrorCode } from '../../client/src/errors.ts'
 import { parseRateLimit, parseRetryAfter } from '../../client/src/headers.ts'
 import { nextLink, parseLinkHeader } from '../../client/src/link.ts'
-import { backoffDelayMs, type RetryPolicy } from '../../client/src/retry.ts'
+import { backoffDelayMs, isRetryable, type RetryPolicy } from '../../client/src/retry.ts'
 import { GET_PET_SUNSET_AT } from '../../src/contract/limits.ts'
 
 test('Link: the next link among others, resolved against the response address', () => {
@@ -63,6 +64,30 @@ test('backoff: full jitter under a doubling ceiling, at least Retry-After, never
   assert.equal(backoffDelayMs(policy(0.9), 6, 3), 27_000)
   assert.equal(backoffDelayMs(policy(0.5), 0, 30), 30_000)
   assert.equal(backoffDelayMs(policy(0.5), 0, 31), undefined)
+})
+
+test('retried: no answer, timeouts, 429, 503 and 409 idempotency_key_in_use; nothing else', () => {
+  const error = (status: number, code: PetstoreErrorCode) =>
+    new PetstoreError({ status, code, message: code })
+  const retried: [number, PetstoreErrorCode][] = [
+    [0, 'network_error'],
+    [0, 'timeout'],
+    [429, 'rate_limited'],
+    [503, 'unavailable'],
+    [503, 'invalid_response'],
+    [409, 'idempotency_key_in_use'],
+  ]
+  for (const [status, code] of retried) assert.ok(isRetryable(error(status, code)), code)
+  const final: [number, PetstoreErrorCode][] = [
+    [400, 'invalid_request'],
+    [401, 'unauthorized'],
+    [404, 'not_found'],
+    [422, 'idempotency_key_reused'],
+    [500, 'internal_error'],
+    [502, 'invalid_response'],
+    [200, 'invalid_response'],
+  ]
+  for (const [status, code] of final) assert.ok(!isRetryable(error(status, code)), code)
 })
 
 test("get's @deprecated note and GET_PET_SUNSET give the contract's sunset", async () => {
