@@ -11,27 +11,27 @@ export interface PetstoreOptions {
   /** The API key. `undefined` is accepted so that `process.env.…` type-checks; it throws. */
   apiKey: string | undefined
   /** The `fetch` to call; the platform's by default. */
-  fetch?: Fetch
+  fetch?: Fetch | undefined
   /** Retries after a failed first attempt (network error, timeout, 429, 503, 409 in use); 2. */
-  maxRetries?: number
+  maxRetries?: number | undefined
   /** Each attempt's limit, from sending to the last byte of the answer, in ms; 10 000. */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** Sent as `User-Agent` (not in browsers, which do not allow it); none by default. */
-  userAgent?: string
+  userAgent?: string | undefined
   /** The longest wait before a retry, in ms, `Retry-After` included; 30 000. */
-  maxRetryDelayMs?: number
+  maxRetryDelayMs?: number | undefined
   /** The first retry's backoff ceiling, in ms, doubled for each next one; 500. */
-  retryBaseDelayMs?: number
+  retryBaseDelayMs?: number | undefined
   /** For tests: how to wait before a retry (resolve after `ms`, reject when `signal` aborts). */
-  sleep?: Sleep
+  sleep?: Sleep | undefined
   /** For tests: the jitter's random source, a number in [0, 1); Math.random by default. */
-  random?: () => number
+  random?: (() => number) | undefined
 }
 
 /** Every operation takes these as its last argument. */
 export interface CallOptions {
   /** Aborting it cancels the attempt under way and any wait before a retry. */
-  signal?: AbortSignal
+  signal?: AbortSignal | undefined
 }
 
 export interface CreateOptions extends CallOptions {
@@ -39,18 +39,18 @@ export interface CreateOptions extends CallOptions {
    * The `Idempotency-Key` (1–255 visible ASCII characters). A new random UUID per call unless
    * given: give your own to make a create safe across restarts of your program too.
    */
-  idempotencyKey?: string
+  idempotencyKey?: string | undefined
 }
 
 export interface ListPetsParams {
-  status?: PetStatus
+  status?: PetStatus | undefined
   /** Pets per page (1–100; the service's default is 20). */
-  limit?: number
+  limit?: number | undefined
 }
 
 export interface ListPageParams extends ListPetsParams {
   /** Where the page starts: a previous page's `nextCursor`. */
-  cursor?: string
+  cursor?: string | undefined
 }
 
 export interface PetPage {

@@ -32,13 +32,20 @@ const created: Pet = await petstore.pets.create(newPet)
 const listed: number[] = []
 for await (const pet of petstore.pets.list({ status, limit: 1 })) listed.push(pet.id)
 const one = await petstore.pets.get(created.id)
+let cursor: string | undefined
+const paged: number[] = []
+do {
+  const page = await petstore.pets.listPage({ status, limit: 1, cursor })
+  paged.push(...page.pets.map((pet) => pet.id))
+  cursor = page.nextCursor
+} while (cursor !== undefined)
 let missing = ''
 try {
   await petstore.pets.get(Number.MAX_SAFE_INTEGER)
 } catch (err) {
   if (err instanceof PetstoreError) missing = \`\${err.status} \${err.code} \${err.requestId ?? ''}\`
 }
-console.log(JSON.stringify({ created, listed, one, missing }))
+console.log(JSON.stringify({ created, listed, paged, one, missing }))
 `
 
 const BROWSER_MODULE = `import { type Pet, Petstore, PetstoreError } from 'petstore-client'
@@ -62,7 +69,14 @@ export async function availableNames(signal: AbortSignal): Promise<string[]> {
 export const first = (page: { pets: Pet[]; nextCursor?: string }) => page.pets[0]?.name
 `
 
-const STRICT = { strict: true, target: 'es2022', skipLibCheck: false }
+/** As strict as a user's project may be: the package's declarations must pass too. */
+const STRICT = {
+  strict: true,
+  exactOptionalPropertyTypes: true,
+  noUncheckedIndexedAccess: true,
+  target: 'es2022',
+  skipLibCheck: false,
+}
 
 const TSCONFIG_NODENEXT = {
   compilerOptions: {
@@ -168,6 +182,7 @@ describe('the packed client, installed into a new project', { timeout: 60_000 },
       assert.equal(result.created.name, `Packed on ${version.trim()}`)
       assert.deepEqual(result.one, result.created)
       assert.ok(result.listed.includes(result.created.id))
+      assert.deepEqual(result.paged, result.listed)
       assert.equal(new Set(result.listed).size, result.listed.length)
       assert.match(result.missing, /^404 not_found \S+$/)
     })

@@ -89,11 +89,7 @@ describe('the client against the service', () => {
     let cursor: string | undefined
     let pages = 0
     do {
-      const page = await petstore.pets.listPage({
-        status: 'available',
-        limit: 5,
-        ...(cursor ? { cursor } : {}),
-      })
+      const page = await petstore.pets.listPage({ status: 'available', limit: 5, cursor })
       paged.push(...page.pets.map((pet) => pet.id))
       cursor = page.nextCursor
       pages++
