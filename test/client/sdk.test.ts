@@ -205,6 +205,25 @@ describe('retries through a proxy', () => {
     }
   })
 
+  test('a next link to another host is not followed: the API key would go with it', async () => {
+    await client(server.url, server.key).pets.create({ name: 'Linked', categoryId: 1 })
+    const { proxy, petstore } = await proxied(() => 'foreign-link')
+    try {
+      const seen: Pet[] = []
+      const err = await petstoreError(
+        (async () => {
+          for await (const pet of petstore.pets.list({ limit: 1 })) seen.push(pet)
+        })(),
+      )
+      assert.equal(err.code, 'invalid_response')
+      assert.match(err.message, /not under http:\/\/127\.0\.0\.1:\d+\/v1\//)
+      assert.equal(seen.length, 1, 'the first page was yielded')
+      assert.equal(proxy.requests.length, 1)
+    } finally {
+      await proxy.close()
+    }
+  })
+
   test('an attempt past timeoutMs is retried', async () => {
     const { proxy, waits, petstore } = await proxied((seen) => (seen === 0 ? 'hold' : 'forward'), {
       timeoutMs: 200,

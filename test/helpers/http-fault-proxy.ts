@@ -1,6 +1,7 @@
 // An HTTP proxy in front of a listening service that a test tells, request by request, what to
 // do: pass it on, pass it on and then drop the answer (the service committed, the client never
-// heard), answer for the service with a gateway's HTML 502, or hold it unanswered.
+// heard), answer for the service with a gateway's HTML 502, hold it unanswered, or pass it on
+// with its `Link: rel="next"` pointed at another host (a gateway that rewrites links wrongly).
 import { once } from 'node:events'
 import {
   createServer,
@@ -10,7 +11,9 @@ import {
   type ServerResponse,
 } from 'node:http'
 
-export type Fault = 'forward' | 'drop-answer' | 'html-502' | 'hold'
+export type Fault = 'forward' | 'drop-answer' | 'html-502' | 'hold' | 'foreign-link'
+
+const FOREIGN_LINK = '<http://elsewhere.example/v1/pets?cursor=x>; rel="next"'
 
 export interface ProxiedRequest {
   method: string
@@ -88,6 +91,8 @@ async function pass(
     outgoing.socket?.resetAndDestroy()
     return
   }
-  outgoing.writeHead(answer.statusCode ?? 502, answer.headers)
+  const headers =
+    record.fault === 'foreign-link' ? { ...answer.headers, link: FOREIGN_LINK } : answer.headers
+  outgoing.writeHead(answer.statusCode ?? 502, headers)
   outgoing.end(Buffer.concat(chunks))
 }
