@@ -1,19 +1,22 @@
 // The `petstore` command: a second entry point into the same config and store (no second loader).
-//   petstore serve | migrate | backup FILE | keys create|list|revoke | --help | --version
+//   petstore serve | migrate | backup FILE | keys create|list|revoke | pets list|add|get
+//            | --help | --version
 // Exit codes: 0 done; 1 the command could not be carried out (configuration, database, listen,
-// a key that does not exist); 2 it was called wrongly. Either failure is one line on stderr;
+// a key that does not exist, an API call that failed); 2 it was called wrongly. Either failure is one line on stderr;
 // only `petstore` alone and --help print a usage text.
 import cluster from 'node:cluster'
 import { readFile } from 'node:fs/promises'
 import { createServer, isIP } from 'node:net'
 import { availableParallelism } from 'node:os'
-import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { type Config, ConfigError, loadConfig } from '../config.ts'
 import { issueApiKey } from '../keys/issue.ts'
 import { MetricsListenError } from '../metrics-server.ts'
 import { backupSqliteDatabase } from '../operations/backup.ts'
 import { openStore } from '../store/open.ts'
 import { type Store, StoreOpenError, StoreUnavailableError } from '../store/store.ts'
+import { PETS_HELP, petsCommand } from './pets.ts'
+import { formatTable } from './table.ts'
+import { CommandError, parse, UsageError } from './usage.ts'
 
 const OVERVIEW = `Usage: petstore <command> [options]
 
@@ -24,6 +27,7 @@ Commands:
   keys create --name NAME    create an API key; it is printed once and never again
   keys list [--json]         list keys: id, name, hint, created, state
   keys revoke ID             revoke a key; requests with it get 401 from then on
+  pets list|add|get          call a running service's API (PETSTORE_URL, PETSTORE_API_KEY)
 
   petstore <command> --help  the command's own help (also: petstore help <command>)
   petstore --version, -v     the version
@@ -77,36 +81,15 @@ ${ENVIRONMENT}`,
 
 Keys are kept in the database DATABASE_URL names; they are made for PETSTORE_ENV
 (production: petstore_live_…, staging: petstore_staging_…). ${ENVIRONMENT}`,
+
+  pets: PETS_HELP,
 }
 
-const COMMANDS = ['serve', 'migrate', 'backup', 'keys'] as const
+const COMMANDS = ['serve', 'migrate', 'backup', 'keys', 'pets'] as const
 type Command = (typeof COMMANDS)[number]
 
 function isCommand(name: string | undefined): name is Command {
   return (COMMANDS as readonly (string | undefined)[]).includes(name)
-}
-
-/** The command was called wrongly: one line, a pointer to the help, exit code 2. */
-class UsageError extends Error {}
-/** The command was right but could not be carried out: one line, exit code 1. */
-class CommandError extends Error {}
-
-/** node:util's parseArgs (strict: unknown options and stray arguments are refused). */
-function parse<T extends ParseArgsConfig>(config: T) {
-  try {
-    return parseArgs(config)
-  } catch (err) {
-    if (
-      err instanceof TypeError &&
-      'code' in err &&
-      String(err.code).startsWith('ERR_PARSE_ARGS')
-    ) {
-      // In this command's style: lower case first, quoted "like this".
-      const message = err.message.replaceAll(/'([^']*)'/g, '"$1"')
-      throw new UsageError(message.charAt(0).toLowerCase() + message.slice(1))
-    }
-    throw err
-  }
 }
 
 /** What runs once the arguments are checked and the configuration is loaded. */
@@ -303,21 +286,10 @@ function keyTable(keys: KeyRecord[]): string {
     k.createdAt.toISOString(),
     k.revokedAt ? `revoked ${k.revokedAt.toISOString()}` : 'active',
   ])
-  const table = [['ID', 'NAME', 'HINT', 'CREATED', 'STATE'], ...rows]
-  const widths =
-    table[0]?.map((_, col) => Math.max(...table.map((row) => row[col]?.length ?? 0))) ?? []
-  return table
-    .map(
-      (row) =>
-        `${row
-          .map((cell, col) => cell.padEnd(widths[col] ?? 0))
-          .join('  ')
-          .trimEnd()}\n`,
-    )
-    .join('')
+  return formatTable(['ID', 'NAME', 'HINT', 'CREATED', 'STATE'], rows)
 }
 
-const PREPARE: Record<Command, (args: string[]) => Run | Promise<Run>> = {
+const PREPARE: Record<Exclude<Command, 'pets'>, (args: string[]) => Run | Promise<Run>> = {
   serve: serveCommand,
   migrate: migrateCommand,
   backup: backupCommand,
@@ -372,6 +344,11 @@ export async function main(argv: string[]): Promise<number> {
   }
   try {
     // The arguments first: a wrong command line is said as such, whatever the environment.
+    if (command === 'pets') {
+      // A client of a service anywhere (D18): the service's own configuration plays no part.
+      await petsCommand(rest, process.env)()
+      return 0
+    }
     const run = await PREPARE[command](rest)
     await run(loadConfig())
     return 0

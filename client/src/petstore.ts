@@ -1,0 +1,245 @@
+// The client: `new Petstore({ baseUrl, apiKey })`, and its `pets` operations.
+import type { NewPet, Pet, PetStatus } from './contract.ts'
+import { PetstoreError } from './errors.ts'
+import { nextLink } from './link.ts'
+import { type Sleep, sleep } from './retry.ts'
+import { type Answer, type Fetch, send, type Transport } from './transport.ts'
+
+export interface PetstoreOptions {
+  /** The service's base address, ending in `/v1`, e.g. `https://petstore.example.com/v1`. */
+  baseUrl: string
+  /** The API key. `undefined` is accepted so that `process.env.…` type-checks; it throws. */
+  apiKey: string | undefined
+  /** The `fetch` to call; the platform's by default. */
+  fetch?: Fetch | undefined
+  /** Retries after a failed first attempt (network error, timeout, 429, 503, 409 in use); 2. */
+  maxRetries?: number | undefined
+  /** Each attempt's limit, from sending to the last byte of the answer, in ms; 10 000. */
+  timeoutMs?: number | undefined
+  /** Sent as `User-Agent` (not in browsers, which do not allow it); none by default. */
+  userAgent?: string | undefined
+  /** The longest wait before a retry, in ms, `Retry-After` included; 30 000. */
+  maxRetryDelayMs?: number | undefined
+  /** The first retry's backoff ceiling, in ms, doubled for each next one; 500. */
+  retryBaseDelayMs?: number | undefined
+  /** For tests: how to wait before a retry (resolve after `ms`, reject when `signal` aborts). */
+  sleep?: Sleep | undefined
+  /** For tests: the jitter's random source, a number in [0, 1); Math.random by default. */
+  random?: (() => number) | undefined
+}
+
+/** Every operation takes these as its last argument. */
+export interface CallOptions {
+  /** Aborting it cancels the attempt under way and any wait before a retry. */
+  signal?: AbortSignal | undefined
+}
+
+export interface CreateOptions extends CallOptions {
+  /**
+   * The `Idempotency-Key` (1–255 visible ASCII characters). A new random UUID per call unless
+   * given: give your own to make a create safe across restarts of your program too.
+   */
+  idempotencyKey?: string | undefined
+}
+
+export interface ListPetsParams {
+  status?: PetStatus | undefined
+  /** Pets per page (1–100; the service's default is 20). */
+  limit?: number | undefined
+}
+
+export interface ListPageParams extends ListPetsParams {
+  /** Where the page starts: a previous page's `nextCursor`. */
+  cursor?: string | undefined
+}
+
+export interface PetPage {
+  pets: Pet[]
+  /** Present when more pets follow: pass it as `cursor` for the next page. */
+  nextCursor?: string
+}
+
+const DEFAULTS = {
+  maxRetries: 2,
+  timeoutMs: 10_000,
+  maxRetryDelayMs: 30_000,
+  retryBaseDelayMs: 500,
+}
+
+export class Petstore {
+  readonly pets: Pets
+
+  constructor(options: PetstoreOptions) {
+    const base = baseAddress(options.baseUrl)
+    if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
+      throw new TypeError(
+        'Petstore: apiKey is missing or empty; pass the API key the service issued (petstore keys create)',
+      )
+    }
+    const maxRetries = options.maxRetries ?? DEFAULTS.maxRetries
+    const timeoutMs = options.timeoutMs ?? DEFAULTS.timeoutMs
+    const maxDelayMs = options.maxRetryDelayMs ?? DEFAULTS.maxRetryDelayMs
+    const baseDelayMs = options.retryBaseDelayMs ?? DEFAULTS.retryBaseDelayMs
+    requireNumber('maxRetries', maxRetries, 0, Number.isInteger)
+    requireNumber('timeoutMs', timeoutMs, 1)
+    requireNumber('maxRetryDelayMs', maxDelayMs, 0)
+    requireNumber('retryBaseDelayMs', baseDelayMs, 0)
+    const transport: Transport = {
+      apiKey: options.apiKey,
+      // Called as a plain function: a browser's fetch throws when called as another object's method.
+      fetch: options.fetch ?? ((url, init) => globalThis.fetch(url, init)),
+      timeoutMs,
+      userAgent: options.userAgent,
+      retry: { maxRetries, baseDelayMs, maxDelayMs, random: options.random ?? Math.random },
+      sleep: options.sleep ?? sleep,
+    }
+    this.pets = new Pets(transport, base)
+  }
+}
+
+/** The `pets` operations of a {@link Petstore}. */
+export class Pets {
+  readonly #transport: Transport
+  readonly #base: URL
+
+  constructor(transport: Transport, base: URL) {
+    this.#transport = transport
+    this.#base = base
+  }
+
+  /**
+   * Every pet (of `status`, if given), page after page: it follows each page's
+   * `Link: rel="next"` until none is left, and yields each pet once, in ascending `id` order.
+   */
+  async *list(params: ListPetsParams = {}, options: CallOptions = {}): AsyncGenerator<Pet, void> {
+    let url: URL | undefined = this.#listUrl(params)
+    while (url !== undefined) {
+      const answer = await this.#get(url, options)
+      yield* pets(answer)
+      url = this.#next(answer)
+    }
+  }
+
+  /** One page of pets, and the cursor of the next when more follow. */
+  async listPage(params: ListPageParams = {}, options: CallOptions = {}): Promise<PetPage> {
+    const answer = await this.#get(this.#listUrl(params), options)
+    const cursor = this.#next(answer)?.searchParams.get('cursor')
+    return cursor ? { pets: pets(answer), nextCursor: cursor } : { pets: pets(answer) }
+  }
+
+  /**
+   * Adds a pet. It always sends an `Idempotency-Key`, the same on every retry, so a create
+   * retried after a lost answer replays the first instead of making a second pet.
+   */
+  async create(pet: NewPet, options: CreateOptions = {}): Promise<Pet> {
+    const answer = await send(this.#transport, {
+      method: 'POST',
+      url: new URL('pets', this.#base),
+      body: pet,
+      headers: { 'idempotency-key': options.idempotencyKey ?? crypto.randomUUID() },
+      signal: options.signal,
+    })
+    return onePet(answer)
+  }
+
+  /**
+   * One pet by its id.
+   *
+   * @deprecated The service's getPet is deprecated and reaches its sunset on
+   * Thu, 05 Dec 2030 00:00:00 GMT (`GET_PET_SUNSET`), after which this fails with 410 `gone`.
+   * Keep the pet `create` returns, or find it with `list`.
+   */
+  async get(id: number, options: CallOptions = {}): Promise<Pet> {
+    const url = new URL(`pets/${encodeURIComponent(String(id))}`, this.#base)
+    return onePet(await this.#get(url, options))
+  }
+
+  #get(url: URL, options: CallOptions): Promise<Answer> {
+    return send(this.#transport, { method: 'GET', url, signal: options.signal })
+  }
+
+  #listUrl(params: ListPageParams): URL {
+    const url = new URL('pets', this.#base)
+    if (params.limit !== undefined) url.searchParams.set('limit', String(params.limit))
+    if (params.status !== undefined) url.searchParams.set('status', params.status)
+    if (params.cursor !== undefined) url.searchParams.set('cursor', params.cursor)
+    return url
+  }
+
+  /**
+   * The next page's address from the answer's `Link`. The API key goes with every request, so
+   * a link that leaves the base address is refused rather than followed.
+   */
+  #next(answer: Answer): URL | undefined {
+    let next: URL | undefined
+    try {
+      next = nextLink(answer.headers.get('link'), answer.url)
+    } catch {
+      throw badLink(answer, 'is not a valid URL')
+    }
+    if (next === undefined || next.href.startsWith(this.#base.href)) return next
+    throw badLink(answer, `is not under ${this.#base.href}; it was not followed`)
+  }
+}
+
+/** `baseUrl` as a URL ending in `/v1/`, so that `pets` resolves under it. */
+function baseAddress(baseUrl: string): URL {
+  let url: URL
+  try {
+    url = new URL(baseUrl)
+  } catch {
+    throw new TypeError(`Petstore: baseUrl is not an absolute URL: ${baseUrl}`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new TypeError(`Petstore: baseUrl must be http: or https:, not ${url.protocol}`)
+  }
+  if (!/\/v1\/?$/.test(url.pathname) || url.search !== '' || url.hash !== '') {
+    throw new TypeError(
+      `Petstore: baseUrl must be the API's base address, ending in /v1 (e.g. https://petstore.example.com/v1), not ${baseUrl}`,
+    )
+  }
+  if (!url.pathname.endsWith('/')) url.pathname += '/'
+  return url
+}
+
+function requireNumber(
+  name: string,
+  value: number,
+  minimum: number,
+  check: (value: number) => boolean = Number.isFinite,
+): void {
+  if (typeof value !== 'number' || !check(value) || value < minimum) {
+    throw new TypeError(`Petstore: ${name} must be a number of at least ${minimum}, not ${value}`)
+  }
+}
+
+function pets(answer: Answer): Pet[] {
+  if (!Array.isArray(answer.body)) throw notAs(answer, 'an array of pets')
+  return answer.body as Pet[]
+}
+
+function onePet(answer: Answer): Pet {
+  const body = answer.body
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw notAs(answer, 'a pet')
+  }
+  return body as Pet
+}
+
+function notAs(answer: Answer, what: string): PetstoreError {
+  return new PetstoreError({
+    status: answer.status,
+    code: 'invalid_response',
+    message: `${answer.url.origin}${answer.url.pathname} answered HTTP ${answer.status} with JSON that is not ${what}`,
+    requestId: answer.headers.get('x-request-id') ?? undefined,
+  })
+}
+
+function badLink(answer: Answer, what: string): PetstoreError {
+  return new PetstoreError({
+    status: answer.status,
+    code: 'invalid_response',
+    message: `the next page's link (Link: rel="next") ${what}`,
+    requestId: answer.headers.get('x-request-id') ?? undefined,
+  })
+}

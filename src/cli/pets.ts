@@ -1,0 +1,210 @@
+// `petstore pets list|add|get`: the API over HTTP, for operators' smoke tests against any
+// deployment (D18). It is a user of the client SDK (client/src), with no HTTP code of its own,
+// so a smoke test also exercises what clients run: paging by Link, retries, Idempotency-Key.
+import { type Pet, type PetStatus, Petstore, PetstoreError } from '../../client/src/index.ts'
+import { PetStatus as PetStatusSchema } from '../contract/schemas.ts'
+import { formatTable } from './table.ts'
+import { CommandError, parse, UsageError } from './usage.ts'
+
+export const PETS_HELP = `Usage: petstore pets list [--status S] [--limit N] [--all] [--json]
+       petstore pets add --name NAME --category-id ID [--status S] [--idempotency-key K] [--json]
+       petstore pets get ID [--json]
+
+Calls a running service's API with the client SDK (petstore-client): a smoke test of any
+deployment, from anywhere that reaches it.
+
+  list                   the first page of pets, or every page with --all (followed by their
+                         Link: rel="next"); --status: only available, pending or sold; --limit:
+                         pets per page, 1 to 100 (the service's default is 20)
+  add                    add a pet and print it. Retried after a lost answer, it still makes one
+                         pet: the Idempotency-Key is new per command unless --idempotency-key
+                         gives it (give the same key to repeat a create safely)
+  get ID                 one pet (getPet: deprecated, removed on 5 December 2030)
+
+Options:
+  --url URL              the service's base address, ending in /v1
+                         (default: PETSTORE_URL), e.g. http://127.0.0.1:8080/v1
+  --key KEY              the API key (default: PETSTORE_API_KEY; the environment keeps it out
+                         of the process list and the shell history)
+  --json                 one JSON object per line instead of a table
+  -h, --help             this help
+
+Network errors, timeouts, 429 and 503 are retried twice, waiting as Retry-After asks (up to 30 s).
+A failure is one line with the service's request id, and exit code 1.`
+
+const STATUSES: readonly string[] = PetStatusSchema.enum
+
+/** Options every subcommand takes. */
+const COMMON = {
+  url: { type: 'string' },
+  key: { type: 'string' },
+  json: { type: 'boolean', default: false },
+} as const
+
+type Output = (pets: AsyncIterable<Pet> | Pet[]) => Promise<void>
+
+/**
+ * Checks the arguments and returns what carries the command out. `env` gives PETSTORE_URL and
+ * PETSTORE_API_KEY (the service's own configuration plays no part: the service may be anywhere).
+ */
+export function petsCommand(
+  args: string[],
+  env: Readonly<Record<string, string | undefined>>,
+): () => Promise<void> {
+  const [action, ...rest] = args
+  switch (action) {
+    case 'list': {
+      const { values } = parse({
+        args: rest,
+        options: {
+          ...COMMON,
+          status: { type: 'string' },
+          limit: { type: 'string' },
+          all: { type: 'boolean', default: false },
+        },
+      })
+      const petstore = client(values, env)
+      const params = {
+        ...(values.status === undefined ? {} : { status: status(values.status) }),
+        ...(values.limit === undefined ? {} : { limit: limit(values.limit) }),
+      }
+      return attempt(async () => {
+        if (values.all) return print(values.json)(petstore.pets.list(params))
+        const page = await petstore.pets.listPage(params)
+        await print(values.json)(page.pets)
+        if (page.nextCursor !== undefined && !values.json) {
+          process.stderr.write('More pets follow: --all lists every page.\n')
+        }
+      })
+    }
+    case 'add': {
+      const { values } = parse({
+        args: rest,
+        options: {
+          ...COMMON,
+          name: { type: 'string' },
+          'category-id': { type: 'string' },
+          status: { type: 'string' },
+          'idempotency-key': { type: 'string' },
+        },
+      })
+      if (values.name === undefined || values['category-id'] === undefined) {
+        throw new UsageError('pets add needs --name NAME and --category-id ID')
+      }
+      const petstore = client(values, env)
+      const newPet = {
+        name: values.name,
+        categoryId: positiveInteger('--category-id', values['category-id']),
+        ...(values.status === undefined ? {} : { status: status(values.status) }),
+      }
+      const key = values['idempotency-key']
+      return attempt(async () => {
+        const pet = await petstore.pets.create(
+          newPet,
+          key === undefined ? {} : { idempotencyKey: key },
+        )
+        await print(values.json)([pet])
+      })
+    }
+    case 'get': {
+      const { values, positionals } = parse({ args: rest, options: COMMON, allowPositionals: true })
+      const [id, ...extra] = positionals
+      if (id === undefined || extra.length > 0) {
+        throw new UsageError("pets get needs one argument: the pet's id")
+      }
+      const petId = positiveInteger('the id', id)
+      const petstore = client(values, env)
+      return attempt(async () => {
+        // getPet is deprecated (D7); this command exists for as long as the operation does.
+        await print(values.json)([await petstore.pets.get(petId)])
+      })
+    }
+    case undefined:
+      throw new UsageError('pets needs a subcommand: list, add or get')
+    default:
+      throw new UsageError(`unknown pets subcommand "${action}"; it is list, add or get`)
+  }
+}
+
+/** The SDK's client for --url/PETSTORE_URL and --key/PETSTORE_API_KEY. */
+function client(
+  values: { url?: string | undefined; key?: string | undefined },
+  env: Readonly<Record<string, string | undefined>>,
+): Petstore {
+  const baseUrl = values.url ?? env.PETSTORE_URL
+  const apiKey = values.key ?? env.PETSTORE_API_KEY
+  if (baseUrl === undefined || baseUrl === '') {
+    throw new UsageError(
+      "pets needs the service's address: --url or PETSTORE_URL (e.g. http://127.0.0.1:8080/v1)",
+    )
+  }
+  if (apiKey === undefined || apiKey === '') {
+    throw new UsageError('pets needs an API key: PETSTORE_API_KEY or --key')
+  }
+  try {
+    return new Petstore({ baseUrl, apiKey, userAgent: 'petstore-cli' })
+  } catch (err) {
+    // The SDK refuses a bad address at construction (a TypeError naming it).
+    if (err instanceof TypeError) {
+      throw new UsageError(err.message.replace(/^Petstore: baseUrl/, '--url (or PETSTORE_URL)'))
+    }
+    throw err
+  }
+}
+
+function status(value: string): PetStatus {
+  if (!STATUSES.includes(value)) {
+    throw new UsageError(`--status must be available, pending or sold (got "${value}")`)
+  }
+  return value as PetStatus
+}
+
+function limit(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 100) {
+    throw new UsageError(`--limit must be a whole number from 1 to 100 (got "${value}")`)
+  }
+  return Number(value)
+}
+
+function positiveInteger(what: string, value: string): number {
+  const n = Number(value)
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
+    throw new UsageError(`${what} must be a whole number from 1 (got "${value}")`)
+  }
+  return n
+}
+
+/** The call, with the SDK's errors as the command's one line (exit 1). */
+function attempt(work: () => Promise<void>): () => Promise<void> {
+  return async () => {
+    try {
+      await work()
+    } catch (err) {
+      if (err instanceof PetstoreError) throw new CommandError(errorLine(err))
+      throw err
+    }
+  }
+}
+
+/** e.g. `404 not_found: no pet with id 7 (request id 3f…)`; `network_error: …` for no answer. */
+function errorLine(err: PetstoreError): string {
+  const status = err.status === 0 ? '' : `${err.status} `
+  const request = err.requestId === undefined ? '' : ` (request id ${err.requestId})`
+  return `${status}${err.code}: ${err.message}${request}`
+}
+
+/** JSON lines as pets come (a long --all streams), or a table once all have come. */
+function print(json: boolean): Output {
+  return async (pets) => {
+    if (json) {
+      for await (const pet of pets) process.stdout.write(`${JSON.stringify(pet)}\n`)
+      return
+    }
+    const rows: string[][] = []
+    for await (const pet of pets) {
+      rows.push([String(pet.id), pet.name, String(pet.categoryId), pet.status ?? ''])
+    }
+    if (rows.length === 0) process.stdout.write('No pets.\n')
+    else process.stdout.write(formatTable(['ID', 'NAME', 'CATEGORY', 'STATUS'], rows))
+  }
+}
