@@ -6,8 +6,19 @@ import { type DeploymentEnv, parseApiKey } from './keys/api-key.ts'
 
 export type DatabaseLocation =
   | { engine: 'sqlite'; path: string }
-  /** poolSize: the most connections one process holds (DATABASE_POOL_SIZE). */
-  | { engine: 'postgres'; url: string; poolSize: number }
+  /**
+   * poolSize: the most connections one process holds (DATABASE_POOL_SIZE); pooler: what sits
+   * between the service and PostgreSQL (DATABASE_POOLER, D19).
+   */
+  | { engine: 'postgres'; url: string; poolSize: number; pooler: DatabasePooler }
+
+/**
+ * D19: `none`, a direct connection (or a session-mode pooler): named prepared statements and
+ * the statement timeout as a startup parameter. `transaction`: a transaction-mode pooler such
+ * as PgBouncer, where neither survives; unnamed statements and SET LOCAL instead.
+ */
+export const DATABASE_POOLERS = ['none', 'transaction'] as const
+export type DatabasePooler = (typeof DATABASE_POOLERS)[number]
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
@@ -71,6 +82,7 @@ export const configDefaults = {
   HOST: '127.0.0.1',
   DATABASE_URL: 'sqlite:./data/petstore.db',
   DATABASE_POOL_SIZE: '10',
+  DATABASE_POOLER: 'none',
   PETSTORE_ENV: 'production',
   PETSTORE_RATE_LIMIT: '600',
   PETSTORE_REDIS_PREFIX: 'petstore:',
@@ -135,6 +147,7 @@ function parseDatabase(env: Env): DatabaseLocation {
   const raw = read(env, 'DATABASE_URL')
   // Checked whatever the engine: a bad value stops the start even where it is not used yet.
   const pool = poolSize(env)
+  const pooler = oneOf('DATABASE_POOLER', read(env, 'DATABASE_POOLER'), DATABASE_POOLERS)
   if (raw.startsWith('sqlite:')) {
     const path = raw.slice('sqlite:'.length)
     if (path === '')
@@ -142,7 +155,7 @@ function parseDatabase(env: Env): DatabaseLocation {
     return { engine: 'sqlite', path }
   }
   if (/^postgres(ql)?:\/\//.test(raw)) {
-    return { engine: 'postgres', url: postgresUrl(raw), poolSize: pool }
+    return { engine: 'postgres', url: postgresUrl(raw), poolSize: pool, pooler }
   }
   throw new ConfigError(
     'DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres://user@host:port/database',

@@ -10,6 +10,7 @@ describe('DATABASE_URL for PostgreSQL', () => {
       engine: 'postgres',
       url,
       poolSize: 25,
+      pooler: 'none',
     })
     assert.equal(loadConfig({ DATABASE_URL: 'postgres://db/petstore' }).database.engine, 'postgres')
   })
@@ -23,6 +24,19 @@ describe('DATABASE_URL for PostgreSQL', () => {
         /DATABASE_POOL_SIZE must be an integer from 1 to 1000/,
       )
     }
+  })
+
+  test('DATABASE_POOLER is none (direct) unless transaction (D19)', () => {
+    const pooler = (value?: string) => {
+      const database = loadConfig({
+        DATABASE_URL: 'postgres://db/petstore',
+        ...(value === undefined ? {} : { DATABASE_POOLER: value }),
+      }).database
+      return database.engine === 'postgres' ? database.pooler : undefined
+    }
+    assert.equal(pooler(), 'none')
+    assert.equal(pooler('transaction'), 'transaction')
+    assert.throws(() => pooler('session'), /DATABASE_POOLER must be one of none, transaction/)
   })
 
   test('a malformed URL is one clear line that does not repeat the password', () => {

@@ -95,7 +95,7 @@ export async function measure(options: {
   const cpu = cpuSeconds(pid) - cpuBefore
   if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
     throw new Error(
-      `${request.method} ${url}${request.path}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx responses; the figures would mean nothing`,
+      `${request.method} ${url}${request.path}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx responses (by status: ${JSON.stringify(result.statusCodeStats)}); the figures would mean nothing`,
     )
   }
   const sorted = latencies.subarray(0, count).sort()

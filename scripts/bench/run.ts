@@ -16,6 +16,10 @@
 //   npm run bench -- --only get,create --rounds 3 --seconds 5 --profile
 //                                      a subset; --profile writes the service's --cpu-prof
 //                                      profile to .bench/profiles
+//   npm run bench -- --engines postgres
+//                                      only the PostgreSQL run (scripts/bench/postgres.ts:
+//                                      direct and through PgBouncer); --engines sqlite only
+//                                      the SQLite one. Each rewrites only its own section.
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { once } from 'node:events'
@@ -28,7 +32,8 @@ import { parseArgs } from 'node:util'
 import { generateApiKey } from '../../src/keys/api-key.ts'
 import { encodeCursor } from '../../src/routes/cursor.ts'
 import { sqliteMigrations } from '../../src/store/migrations/sqlite.ts'
-import { measure, type Request, type RunFigures, warmUp } from './load.ts'
+import type { Request } from './load.ts'
+import { benchPostgres } from './postgres.ts'
 import {
   cpuSeconds,
   machineCpuSeconds,
@@ -37,7 +42,9 @@ import {
   type ServerProcess,
   startServer,
 } from './processes.ts'
-import { type BenchReport, type PairResult, type Round, renderMarkdown } from './report.ts'
+import { type BenchReport, type PairResult, renderMarkdown } from './report.ts'
+import { pair as pairRounds } from './rounds.ts'
+import { writeSection } from './section.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const BENCH_DIR = join(ROOT, '.bench')
@@ -51,6 +58,7 @@ const { values: args } = parseArgs({
     warmup: { type: 'string' },
     profile: { type: 'boolean', default: false },
     out: { type: 'string' },
+    engines: { type: 'string' },
   },
 })
 
@@ -262,78 +270,15 @@ const FLOOR_SCENARIOS = quick ? ['list20', 'get'] : ['list20', 'list100', 'statu
 
 // --- measuring -------------------------------------------------------------------------------------
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
-}
-
-function medianFigures(runs: RunFigures[]): RunFigures {
-  return {
-    rps: median(runs.map((r) => r.rps)),
-    p50: median(runs.map((r) => r.p50)),
-    p99: median(runs.map((r) => r.p99)),
-    rssMb: median(runs.map((r) => r.rssMb)),
-    cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
-  }
-}
-
-function medianRatios(rounds: Round[]): RunFigures {
-  const ratio = (pick: (f: RunFigures) => number) =>
-    median(rounds.map((r) => pick(r.service) / pick(r.baseline)))
-  return {
-    rps: ratio((f) => f.rps),
-    p50: ratio((f) => f.p50),
-    p99: ratio((f) => f.p99),
-    rssMb: ratio((f) => f.rssMb),
-    cpuUsPerRequest: ratio((f) => f.cpuUsPerRequest),
-  }
-}
-
-/** Rounds of service against a baseline (the ceiling, or the service on another table). */
-async function pair(
+/** Rounds of service against a baseline, with this run's settings. */
+function pair(
   label: string,
   request: Request,
   connections: number,
   service: ServerProcess,
   baseline: ServerProcess,
 ): Promise<Omit<PairResult, 'scenario' | 'label'>> {
-  const run = (server: ServerProcess, seconds: number) =>
-    measure({ url: server.url, pid: server.pid, key, request, connections, seconds })
-  await warmUp(
-    { url: baseline.url, pid: baseline.pid, key, request, connections },
-    settings.warmupSeconds,
-  )
-  await warmUp(
-    { url: service.url, pid: service.pid, key, request, connections },
-    settings.warmupSeconds,
-  )
-  const rounds: Round[] = []
-  for (let i = 0; i < settings.rounds; i++) {
-    // ABBA: the order flips each round, so neither side always runs second.
-    let baselineRun: RunFigures
-    let serviceRun: RunFigures
-    if (i % 2 === 0) {
-      baselineRun = await run(baseline, settings.seconds)
-      serviceRun = await run(service, settings.seconds)
-    } else {
-      serviceRun = await run(service, settings.seconds)
-      baselineRun = await run(baseline, settings.seconds)
-    }
-    rounds.push({ service: serviceRun, baseline: baselineRun })
-    log(
-      `  ${label} c=${connections} round ${i + 1}: ${baseline.name} ${Math.round(baselineRun.rps)} req/s, ${service.name} ${Math.round(serviceRun.rps)} req/s (${(serviceRun.rps / baselineRun.rps).toFixed(2)}×), p99 ${serviceRun.p99.toFixed(2)} ms, RSS ${serviceRun.rssMb.toFixed(0)} MB`,
-    )
-  }
-  return {
-    connections,
-    rounds,
-    service: medianFigures(rounds.map((r) => r.service)),
-    baseline: medianFigures(rounds.map((r) => r.baseline)),
-    ratio: medianRatios(rounds),
-  }
+  return pairRounds({ ...settings, key, log }, label, request, connections, service, baseline)
 }
 
 // --- main ------------------------------------------------------------------------------------------
@@ -347,89 +292,6 @@ function cpuModel(): string {
   return model ?? cpus()[0]?.model ?? 'unknown'
 }
 
-const startedAt = new Date()
-const started = performance.now()
-const loadBefore = loadavg()
-const bigDb = await seededCopy(settings.pets)
-const smallDb = await seededCopy(settings.smallPets)
-pinSelf()
-
-const servers: ServerProcess[] = []
-const stopAll = () => Promise.all(servers.map((s) => s.stop()))
-process.on('SIGINT', () => {
-  stopAll().then(() => process.exit(130))
-})
-
-let report: BenchReport
-try {
-  const service = await startService('service', bigDb)
-  servers.push(service)
-  const ceiling = await startCeiling(service)
-  servers.push(ceiling)
-  const small = await startService('service-1k', smallDb)
-  servers.push(small)
-  const floor = await startFloor(service)
-  servers.push(floor)
-
-  // What the rest of the machine did meanwhile (other people's tests share these cores).
-  const ours = () =>
-    servers.reduce((sum, s) => sum + cpuSeconds(s.pid), 0) +
-    (process.cpuUsage().user + process.cpuUsage().system) / 1e6
-  const machineBefore = machineCpuSeconds()
-  const oursBefore = ours()
-  const wallBefore = performance.now()
-
-  const pairs: PairResult[] = []
-  let tableSize: PairResult | undefined
-  for (const scenario of selected) {
-    // The table-size comparison goes before the creates, which grow the big table.
-    if (scenario.id === 'create' && tableSize === undefined && only === undefined) {
-      tableSize = await compareTableSizes(service, small)
-    }
-    log(`${scenario.label}`)
-    for (const connections of settings.connections) {
-      const result = await pair(scenario.id, scenario.request, connections, service, ceiling)
-      pairs.push({ scenario: scenario.id, label: scenario.label, ...result })
-    }
-  }
-  if (tableSize === undefined && only === undefined)
-    tableSize = await compareTableSizes(service, small)
-  const floorPairs: PairResult[] = []
-  for (const scenario of selected.filter((s) => FLOOR_SCENARIOS.includes(s.id))) {
-    log(`floor (the app without its database): ${scenario.label}`)
-    const result = await pair(scenario.id, scenario.request, 50, floor, ceiling)
-    floorPairs.push({ scenario: scenario.id, label: scenario.label, ...result })
-  }
-  const machineAfter = machineCpuSeconds()
-  const wallSeconds = (performance.now() - wallBefore) / 1000
-  const othersCores = (machineAfter.busy - machineBefore.busy - (ours() - oursBefore)) / wallSeconds
-  const stealCores = (machineAfter.steal - machineBefore.steal) / wallSeconds
-
-  report = {
-    date: startedAt.toISOString(),
-    durationSeconds: Math.round((performance.now() - started) / 1000),
-    machine: { cpu: cpuModel(), cores: cpus().length, memoryGb: Math.round(totalmem() / 2 ** 30) },
-    versions: {
-      node: process.versions.node,
-      fastify: packageVersion('fastify'),
-      sqlite: process.versions.sqlite ?? 'unknown',
-      autocannon: packageVersion('autocannon'),
-    },
-    settings: { ...settings, pinning: pinning ?? null, scenarios: selected.map((s) => s.id) },
-    conditions: {
-      loadAverageBefore: loadBefore,
-      loadAverageAfter: loadavg(),
-      otherProcessesCores: Math.max(0, othersCores),
-      stolenCores: stealCores,
-    },
-    pairs,
-    tableSize: tableSize ?? null,
-    floor: floorPairs,
-  }
-} finally {
-  await stopAll()
-}
-
 async function compareTableSizes(
   service: ServerProcess,
   small: ServerProcess,
@@ -441,23 +303,117 @@ async function compareTableSizes(
   return { scenario: 'table-size', label: 'listPets `limit=20`, big table vs 1k table', ...result }
 }
 
-const markdown = renderMarkdown(report)
-writeFileSync(`${outBase}.json`, `${JSON.stringify(report, null, 2)}\n`)
-const mdPath = `${outBase}.md`
-let existing = ''
-try {
-  existing = readFileSync(mdPath, 'utf8')
-} catch {}
-const BEGIN = '<!-- bench:begin (generated by npm run bench; do not edit by hand) -->'
-const END = '<!-- bench:end -->'
-const start = existing.indexOf(BEGIN)
-const end = existing.indexOf(END)
-const generated = `${BEGIN}\n${markdown}\n${END}`
-writeFileSync(
-  mdPath,
-  start >= 0 && end > start
-    ? existing.slice(0, start) + generated + existing.slice(end + END.length)
-    : `# Benchmarks\n\n${generated}\n`,
-)
-log(`\n${markdown}`)
-log(`wrote ${mdPath} and ${outBase}.json in ${report.durationSeconds} s`)
+/** The SQLite run: the service against the ceiling (and the floor, and table sizes). */
+async function benchSqlite(): Promise<void> {
+  const startedAt = new Date()
+  const started = performance.now()
+  const loadBefore = loadavg()
+  const bigDb = await seededCopy(settings.pets)
+  const smallDb = await seededCopy(settings.smallPets)
+  pinSelf()
+
+  const servers: ServerProcess[] = []
+  const stopAll = () => Promise.all(servers.map((s) => s.stop()))
+  process.on('SIGINT', () => {
+    stopAll().then(() => process.exit(130))
+  })
+
+  let report: BenchReport
+  try {
+    const service = await startService('service', bigDb)
+    servers.push(service)
+    const ceiling = await startCeiling(service)
+    servers.push(ceiling)
+    const small = await startService('service-1k', smallDb)
+    servers.push(small)
+    const floor = await startFloor(service)
+    servers.push(floor)
+
+    // What the rest of the machine did meanwhile (other people's tests share these cores).
+    const ours = () =>
+      servers.reduce((sum, s) => sum + cpuSeconds(s.pid), 0) +
+      (process.cpuUsage().user + process.cpuUsage().system) / 1e6
+    const machineBefore = machineCpuSeconds()
+    const oursBefore = ours()
+    const wallBefore = performance.now()
+
+    const pairs: PairResult[] = []
+    let tableSize: PairResult | undefined
+    for (const scenario of selected) {
+      // The table-size comparison goes before the creates, which grow the big table.
+      if (scenario.id === 'create' && tableSize === undefined && only === undefined) {
+        tableSize = await compareTableSizes(service, small)
+      }
+      log(`${scenario.label}`)
+      for (const connections of settings.connections) {
+        const result = await pair(scenario.id, scenario.request, connections, service, ceiling)
+        pairs.push({ scenario: scenario.id, label: scenario.label, ...result })
+      }
+    }
+    if (tableSize === undefined && only === undefined)
+      tableSize = await compareTableSizes(service, small)
+    const floorPairs: PairResult[] = []
+    for (const scenario of selected.filter((s) => FLOOR_SCENARIOS.includes(s.id))) {
+      log(`floor (the app without its database): ${scenario.label}`)
+      const result = await pair(scenario.id, scenario.request, 50, floor, ceiling)
+      floorPairs.push({ scenario: scenario.id, label: scenario.label, ...result })
+    }
+    const machineAfter = machineCpuSeconds()
+    const wallSeconds = (performance.now() - wallBefore) / 1000
+    const othersCores =
+      (machineAfter.busy - machineBefore.busy - (ours() - oursBefore)) / wallSeconds
+    const stealCores = (machineAfter.steal - machineBefore.steal) / wallSeconds
+
+    report = {
+      date: startedAt.toISOString(),
+      durationSeconds: Math.round((performance.now() - started) / 1000),
+      machine: {
+        cpu: cpuModel(),
+        cores: cpus().length,
+        memoryGb: Math.round(totalmem() / 2 ** 30),
+      },
+      versions: {
+        node: process.versions.node,
+        fastify: packageVersion('fastify'),
+        sqlite: process.versions.sqlite ?? 'unknown',
+        autocannon: packageVersion('autocannon'),
+      },
+      settings: { ...settings, pinning: pinning ?? null, scenarios: selected.map((s) => s.id) },
+      conditions: {
+        loadAverageBefore: loadBefore,
+        loadAverageAfter: loadavg(),
+        otherProcessesCores: Math.max(0, othersCores),
+        stolenCores: stealCores,
+      },
+      pairs,
+      tableSize: tableSize ?? null,
+      floor: floorPairs,
+    }
+  } finally {
+    await stopAll()
+  }
+
+  const markdown = renderMarkdown(report)
+  writeFileSync(`${outBase}.json`, `${JSON.stringify(report, null, 2)}\n`)
+  const mdPath = `${outBase}.md`
+  writeSection(mdPath, 'bench', markdown)
+  log(`\n${markdown}`)
+  log(`wrote ${mdPath} and ${outBase}.json in ${report.durationSeconds} s`)
+}
+
+const engines = (args.engines ?? 'sqlite,postgres').split(',')
+if (engines.includes('sqlite')) await benchSqlite()
+if (engines.includes('postgres')) {
+  await benchPostgres({
+    quick,
+    pets: settings.pets,
+    rounds: settings.rounds,
+    seconds: settings.seconds,
+    warmupSeconds: settings.warmupSeconds,
+    connections: settings.connections,
+    only,
+    key,
+    log,
+    outBase,
+  })
+}

@@ -12,7 +12,11 @@ export async function openStore(location: DatabaseLocation): Promise<Store> {
     }
     case 'postgres': {
       const { openPostgresStore } = await import('./postgres.ts')
-      return openPostgresStore({ url: location.url, poolSize: location.poolSize })
+      return openPostgresStore({
+        url: location.url,
+        poolSize: location.poolSize,
+        pooler: location.pooler,
+      })
     }
   }
 }

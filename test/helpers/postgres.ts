@@ -7,6 +7,16 @@ import { Client } from 'pg'
 export const ADMIN_URL =
   process.env.PETSTORE_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
+/**
+ * D19: test/run.ts's PgBouncer run sets this to a transaction-mode PgBouncer's host:port. Test
+ * databases are then created and dropped on the server itself, and reached through the pooler.
+ */
+const POOLER_ADDRESS = process.env.PETSTORE_TEST_PGBOUNCER
+
+/** The DATABASE_POOLER services and stores in tests use: what stands between them and the server. */
+export const TEST_POOLER: 'none' | 'transaction' =
+  POOLER_ADDRESS === undefined || POOLER_ADDRESS === '' ? 'none' : 'transaction'
+
 /** CI sets this: an unreachable PostgreSQL then fails the run instead of skipping its tests. */
 export const POSTGRES_REQUIRED = process.env.PETSTORE_REQUIRE_POSTGRES === '1'
 
@@ -54,8 +64,10 @@ export async function postgresSkipReason(): Promise<string | undefined> {
 
 export interface TestDatabase {
   name: string
-  /** ADMIN_URL pointing at this database. */
+  /** ADMIN_URL pointing at this database; through the pooler in the PgBouncer run. */
   url: string
+  /** DATABASE_POOLER for a service on `url`. */
+  pooler: 'none' | 'transaction'
   /** Drops the database, ending any connection still open to it. */
   drop(): Promise<void>
 }
@@ -65,9 +77,12 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   await withAdmin((client) => client.query(`CREATE DATABASE ${name}`))
   const url = new URL(ADMIN_URL)
   url.pathname = `/${name}`
+  if (TEST_POOLER === 'transaction') url.host = POOLER_ADDRESS as string
   return {
     name,
     url: url.toString(),
+    pooler: TEST_POOLER,
+    // Straight to the server; FORCE also ends the connections the pooler still holds.
     drop: async () => {
       await withAdmin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
     },

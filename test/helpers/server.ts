@@ -108,7 +108,7 @@ export async function openTestStore(dbPath?: string): Promise<TestStore> {
   }
   if (TEST_ENGINE === 'postgres') {
     const db = await createTestDatabase()
-    const store = openPostgresStore({ url: db.url, poolSize: 5 })
+    const store = openPostgresStore({ url: db.url, poolSize: 5, pooler: db.pooler })
     return {
       store,
       location: db.url,

@@ -6,6 +6,7 @@ import { issueApiKey } from '../../src/keys/issue.ts'
 import { openPostgresStore } from '../../src/store/postgres.ts'
 import { openSqliteStore } from '../../src/store/sqlite.ts'
 import { type PetRepository, type Store, StoreUnavailableError } from '../../src/store/store.ts'
+import { TEST_POOLER } from '../helpers/postgres.ts'
 import { exchange } from '../helpers/raw-http.ts'
 import {
   createPet,
@@ -242,7 +243,7 @@ describe('Idempotency-Key across a restart (D14)', () => {
       await first.close()
       await database.store.close()
       const store = database.location.startsWith('postgres')
-        ? openPostgresStore({ url: database.location, poolSize: 2 })
+        ? openPostgresStore({ url: database.location, poolSize: 2, pooler: TEST_POOLER })
         : openSqliteStore({ path: database.location })
       const second = await startServer({ store, bootstrapKeys: [apiKey] })
       try {

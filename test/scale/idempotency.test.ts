@@ -19,7 +19,12 @@ describe('Idempotency-Key across three instances on one PostgreSQL database', { 
 
   before(async () => {
     db = await createTestDatabase()
-    const env = { DATABASE_URL: db.url, PETSTORE_RATE_LIMIT: '0', PETSTORE_API_KEYS: key }
+    const env = {
+      DATABASE_URL: db.url,
+      DATABASE_POOLER: db.pooler,
+      PETSTORE_RATE_LIMIT: '0',
+      PETSTORE_API_KEYS: key,
+    }
     services = await Promise.all(Array.from({ length: INSTANCES }, () => startService(env)))
     urls = services.map((s) => s.url)
   })

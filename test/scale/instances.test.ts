@@ -25,6 +25,7 @@ describe('three instances on one PostgreSQL database', { skip }, () => {
     db = await createTestDatabase()
     const env = {
       DATABASE_URL: db.url,
+      DATABASE_POOLER: db.pooler,
       PETSTORE_RATE_LIMIT: '0',
       PETSTORE_API_KEYS: key,
     }

@@ -1,0 +1,255 @@
+// The PostgreSQL run of `npm run bench`: the same service on one seeded PostgreSQL database,
+// straight to the server and through PgBouncer in transaction mode, side by side in alternating
+// rounds (scripts/bench/rounds.ts), so the ratio is what the pooler's hop costs. Writes its own
+// section of docs/benchmarks.md (markers bench-postgres:begin/end) and docs/benchmarks-postgres.json;
+// the SQLite section is left as it is.
+//
+// PostgreSQL is the test server (PETSTORE_TEST_POSTGRES_URL or 127.0.0.1:5432, trust auth) and
+// PgBouncer a private instance (test/helpers/pgbouncer.ts). Where either is absent the run is
+// one plain line, unless PETSTORE_REQUIRE_POSTGRES=1 / PETSTORE_REQUIRE_PGBOUNCER=1 (CI).
+import { randomBytes } from 'node:crypto'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Client } from 'pg'
+import { openPostgresStore } from '../../src/store/postgres.ts'
+import {
+  absentLine,
+  PGBOUNCER_REQUIRED,
+  type PgBouncer,
+  pgbouncerBinary,
+  startPgBouncer,
+} from '../../test/helpers/pgbouncer.ts'
+import {
+  ADMIN_URL,
+  POSTGRES_REQUIRED,
+  postgresReachable,
+  unreachableLine,
+} from '../../test/helpers/postgres.ts'
+import type { Request } from './load.ts'
+import { type ServerProcess, startServer } from './processes.ts'
+import type { PairResult } from './report.ts'
+import { pair } from './rounds.ts'
+import { writeSection } from './section.ts'
+
+export interface PostgresBenchOptions {
+  quick: boolean
+  pets: number
+  rounds: number
+  seconds: number
+  warmupSeconds: number
+  connections: number[]
+  /** Scenario ids to run; all when undefined. */
+  only: string[] | undefined
+  key: string
+  log: (line: string) => void
+  /** `<outBase>.md` gets the section, `<outBase>-postgres.json` the figures. */
+  outBase: string
+}
+
+/** DATABASE_POOL_SIZE of each service, and PgBouncer's default_pool_size: the same ten server
+ * connections either way, so the ratio is the pooler's hop and nothing else. */
+const POOL_SIZE = 10
+
+const CREATE_BODY = JSON.stringify({ name: 'Benchmark Bella', categoryId: 42, status: 'available' })
+
+function scenarios(pets: number): { id: string; label: string; request: Request }[] {
+  return [
+    {
+      id: 'list20',
+      label: 'listPets `limit=20`',
+      request: { method: 'GET', path: '/v1/pets?limit=20' },
+    },
+    { id: 'get', label: 'getPet', request: { method: 'GET', path: `/v1/pets/${pets / 2}` } },
+    {
+      id: 'create',
+      label: 'createPet (durable)',
+      request: { method: 'POST', path: '/v1/pets', body: CREATE_BODY },
+    },
+    {
+      id: 'createKeyed',
+      label: 'createPet (durable), a new `Idempotency-Key` each',
+      request: { method: 'POST', path: '/v1/pets', body: CREATE_BODY, idempotencyKey: true },
+    },
+  ]
+}
+
+async function admin<T>(work: (client: Client) => Promise<T>, url = ADMIN_URL): Promise<T> {
+  const client = new Client({ connectionString: url })
+  client.on('error', () => {})
+  await client.connect()
+  try {
+    return await work(client)
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+
+/** scripts/bench/seed.ts's pets (seededPet), written by the server itself in one statement. */
+export async function seed(url: string, count: number): Promise<void> {
+  const store = openPostgresStore({ url, poolSize: 1 })
+  await store.migrate()
+  await store.close()
+  await admin(async (client) => {
+    await client.query(
+      `INSERT INTO pets (name, category_id, status)
+       SELECT (ARRAY['Rex','Bella','Milo','Luna','Oscar','Coco','Simba','Nala','Bruno','Kiwi'])[i % 10 + 1]
+           || ' the ' || CASE WHEN i % 7 = 0 THEN 'Brave' ELSE 'Second' END || ' #' || i,
+         (i * 7919) % 100 + 1,
+         (ARRAY['available','pending','sold',NULL])[i % 4 + 1]
+       FROM generate_series(1, $1::bigint) AS i`,
+      [count],
+    )
+    await client.query('VACUUM ANALYZE pets')
+  }, url)
+}
+
+export function service(
+  name: string,
+  url: string,
+  key: string,
+  extra: Record<string, string> = {},
+): Promise<ServerProcess> {
+  return startServer(
+    name,
+    [fileURLToPath(new URL('../../bin/petstore.js', import.meta.url)), 'serve'],
+    {
+      DATABASE_URL: url,
+      DATABASE_POOL_SIZE: String(POOL_SIZE),
+      LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+      METRICS_PORT: process.env.METRICS_PORT ?? '0',
+      PETSTORE_RATE_LIMIT: '0',
+      // D16's load shedding off: PostgreSQL shares the two cores, and on a busy machine one
+      // shed 503 voids a whole round.
+      PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '0',
+      PETSTORE_API_KEYS: key,
+      ...extra,
+    },
+    '/readyz',
+  )
+}
+
+/** Whether this run can happen; prints the one line, or throws where CI requires it. */
+async function available(log: (line: string) => void): Promise<boolean> {
+  if (!(await postgresReachable())) {
+    if (POSTGRES_REQUIRED) throw new Error(`${unreachableLine()}, but PETSTORE_REQUIRE_POSTGRES=1`)
+    log(`${unreachableLine()}: no PostgreSQL run`)
+    return false
+  }
+  if (pgbouncerBinary() === undefined) {
+    if (PGBOUNCER_REQUIRED) throw new Error(`${absentLine()}, but PETSTORE_REQUIRE_PGBOUNCER=1`)
+    log(`${absentLine()}: no PostgreSQL run`)
+    return false
+  }
+  return true
+}
+
+export interface PostgresReport {
+  date: string
+  durationSeconds: number
+  versions: { postgres: string; pgbouncer: string }
+  settings: Omit<PostgresBenchOptions, 'key' | 'log' | 'outBase' | 'only'> & { poolSize: number }
+  pairs: PairResult[]
+}
+
+export async function benchPostgres(options: PostgresBenchOptions): Promise<void> {
+  const { log } = options
+  const selected = scenarios(options.pets).filter(
+    (s) => options.only === undefined || options.only.includes(s.id),
+  )
+  if (selected.length === 0) return
+  if (!(await available(log))) return
+  const startedAt = new Date()
+  const started = performance.now()
+  const name = `petstore_bench_${randomBytes(6).toString('hex')}`
+  await admin((client) => client.query(`CREATE DATABASE ${name}`))
+  const directUrl = new URL(ADMIN_URL)
+  directUrl.pathname = `/${name}`
+  const servers: ServerProcess[] = []
+  let bouncer: PgBouncer | undefined
+  try {
+    log(`PostgreSQL: seeding ${options.pets.toLocaleString('en')} pets into ${name}…`)
+    await seed(directUrl.toString(), options.pets)
+    bouncer = await startPgBouncer({ poolSize: POOL_SIZE })
+    const direct = await service('direct', directUrl.toString(), options.key)
+    servers.push(direct)
+    // D19: as an operator runs it behind a transaction-mode pooler.
+    const pooled = await service('pgbouncer', bouncer.through(directUrl.toString()), options.key, {
+      DATABASE_POOLER: 'transaction',
+    })
+    servers.push(pooled)
+    const pairs: PairResult[] = []
+    for (const scenario of selected) {
+      log(`PostgreSQL, through PgBouncer vs direct: ${scenario.label}`)
+      for (const connections of options.connections) {
+        const result = await pair(
+          options,
+          scenario.id,
+          scenario.request,
+          connections,
+          pooled,
+          direct,
+        )
+        pairs.push({ scenario: scenario.id, label: scenario.label, ...result })
+      }
+    }
+    const postgres = await admin(async (c) => (await c.query('SHOW server_version')).rows[0])
+    const report: PostgresReport = {
+      date: startedAt.toISOString(),
+      durationSeconds: Math.round((performance.now() - started) / 1000),
+      versions: {
+        postgres: String(postgres.server_version),
+        pgbouncer: await pgbouncerVersion(bouncer),
+      },
+      settings: {
+        quick: options.quick,
+        pets: options.pets,
+        rounds: options.rounds,
+        seconds: options.seconds,
+        warmupSeconds: options.warmupSeconds,
+        connections: options.connections,
+        poolSize: POOL_SIZE,
+      },
+      pairs,
+    }
+    const markdown = renderPostgres(report)
+    mkdirSync(dirname(options.outBase), { recursive: true })
+    writeFileSync(`${options.outBase}-postgres.json`, `${JSON.stringify(report, null, 2)}\n`)
+    writeSection(`${options.outBase}.md`, 'bench-postgres', markdown)
+    log(`\n${markdown}`)
+    log(`wrote the PostgreSQL section of ${options.outBase}.md in ${report.durationSeconds} s`)
+  } finally {
+    await Promise.all(servers.map((s) => s.stop()))
+    await bouncer?.stop()
+    await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+  }
+}
+
+async function pgbouncerVersion(bouncer: PgBouncer): Promise<string> {
+  const row = await admin(
+    async (c) => (await c.query('SHOW VERSION')).rows[0],
+    bouncer.urlFor('pgbouncer'),
+  )
+  return String(Object.values(row ?? {})[0] ?? 'unknown')
+}
+
+const int = (n: number) => Math.round(n).toLocaleString('en')
+const ms = (n: number) => n.toFixed(2)
+
+export function renderPostgres(report: PostgresReport): string {
+  const { settings, versions } = report
+  const lines = [
+    `Run of ${report.date.slice(0, 16).replace('T', ' ')} UTC (${settings.quick ? 'quick' : 'full'}, ${report.durationSeconds} s): PostgreSQL ${versions.postgres.split(' ')[0]} and ${versions.pgbouncer}, on the same machine as the run above.`,
+    '',
+    `${int(settings.pets)} pets in one PostgreSQL database; two instances of the service (\`DATABASE_POOL_SIZE=${settings.poolSize}\`) on it, one straight to PostgreSQL, one through PgBouncer in transaction mode (\`default_pool_size = ${settings.poolSize}\`); ${settings.rounds} alternating rounds of ${settings.seconds} s per figure after ${settings.warmupSeconds} s of warm-up on each side. The ratio is the median of the per-round ratios through PgBouncer ÷ direct. PostgreSQL and PgBouncer are not pinned: they share both cores with the service and the load generator; load shedding is off in both services, so that a busy machine cannot void a round.`,
+    '',
+    '| Operation | Conn. | req/s direct | req/s PgBouncer | **ratio** | p50 ms direct (PgBouncer) | p99 ms direct (PgBouncer) | CPU µs/req service direct (PgBouncer) |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|',
+  ]
+  for (const p of report.pairs) {
+    lines.push(
+      `| ${p.label} | ${p.connections} | ${int(p.baseline.rps)} | ${int(p.service.rps)} | **${p.ratio.rps.toFixed(2)}×** | ${ms(p.baseline.p50)} (${ms(p.service.p50)}) | ${ms(p.baseline.p99)} (${ms(p.service.p99)}) | ${p.baseline.cpuUsPerRequest.toFixed(1)} (${p.service.cpuUsPerRequest.toFixed(1)}) |`,
+    )
+  }
+  return lines.join('\n')
+}

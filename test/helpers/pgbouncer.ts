@@ -1,0 +1,176 @@
+// PgBouncer for tests and the benchmark: a private instance in transaction mode on a free port,
+// its own config in a temp folder, in front of the test server (ADMIN_URL's host and port, or
+// another upstream given), stopped at the end. Services connect through it; creating and dropping
+// databases still goes straight to PostgreSQL (postgres.ts).
+//
+// PgBouncer refuses to run as root, so as root the folder is handed to the `postgres` user and
+// PgBouncer started with `-u postgres`.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { accessSync, chownSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { delimiter, join } from 'node:path'
+import { Client } from 'pg'
+import { ADMIN_URL } from './postgres.ts'
+
+/** CI sets this: a missing PgBouncer then fails the run instead of skipping its tests. */
+export const PGBOUNCER_REQUIRED = process.env.PETSTORE_REQUIRE_PGBOUNCER === '1'
+
+/** Where Debian puts it; PETSTORE_PGBOUNCER or the PATH may name another. */
+const CANDIDATES = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer']
+
+function executable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** The pgbouncer binary, or undefined where it is not installed. */
+export function pgbouncerBinary(): string | undefined {
+  const named = process.env.PETSTORE_PGBOUNCER
+  if (named !== undefined && named !== '') return executable(named) ? named : undefined
+  const onPath = (process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'pgbouncer'))
+  return [...CANDIDATES, ...onPath].find(executable)
+}
+
+/** The one line printed where PgBouncer is absent. */
+export function absentLine(): string {
+  return 'PgBouncer is not installed (Debian package pgbouncer); the PgBouncer tests are skipped'
+}
+
+/** For a file whose tests need PgBouncer: undefined when it is there, else the reason to skip. */
+export function pgbouncerSkipReason(): string | undefined {
+  if (pgbouncerBinary() !== undefined) return undefined
+  if (PGBOUNCER_REQUIRED) throw new Error(`${absentLine()}, but PETSTORE_REQUIRE_PGBOUNCER=1`)
+  return absentLine()
+}
+
+export interface PgBouncerOptions {
+  /** Server connections per database and user (PgBouncer's default_pool_size). */
+  poolSize: number
+  /** The PostgreSQL server behind it; ADMIN_URL's host and port unless given. */
+  upstream?: { host: string; port: number }
+}
+
+export interface PgBouncer {
+  port: number
+  /** A URL for `database` through the pooler, with ADMIN_URL's user. */
+  urlFor(database: string): string
+  /** Rewrites a PostgreSQL URL (e.g. a test database's) to go through the pooler. */
+  through(url: string): string
+  /** What PgBouncer wrote to stderr so far (its log). */
+  log(): string
+  stop(): Promise<void>
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const address = server.address()
+  server.close()
+  if (address === null || typeof address === 'string') throw new Error('no TCP address')
+  return address.port
+}
+
+function upstreamOf(url: string): { host: string; port: number } {
+  const parsed = new URL(url)
+  return { host: parsed.hostname, port: Number(parsed.port || '5432') }
+}
+
+function config(dir: string, port: number, options: PgBouncerOptions): string {
+  const upstream = options.upstream ?? upstreamOf(ADMIN_URL)
+  return `[databases]
+; Any database name, on the one server: each test creates its own database.
+* = host=${upstream.host} port=${upstream.port}
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = ${port}
+unix_socket_dir =
+pool_mode = transaction
+default_pool_size = ${options.poolSize}
+max_client_conn = 1000
+; The test server trusts local connections; PgBouncer still wants the user in its auth_file.
+auth_type = trust
+auth_file = ${join(dir, 'userlist.txt')}
+admin_users = ${new URL(ADMIN_URL).username || 'postgres'}
+; A client that waits this long for a server connection gets an error instead of hanging.
+query_wait_timeout = 10
+server_login_retry = 1
+`
+}
+
+function ownedByPostgres(dir: string): string[] {
+  if (process.getuid?.() !== 0) return []
+  const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim())
+  const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim())
+  chownSync(dir, uid, gid)
+  return ['-u', 'postgres']
+}
+
+async function waitUntilServing(url: string, child: ChildProcess, log: () => string) {
+  const deadline = Date.now() + 10_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`pgbouncer exited:\n${log()}`)
+    const client = new Client({ connectionString: url, connectionTimeoutMillis: 1_000 })
+    client.on('error', () => {})
+    try {
+      await client.connect()
+      await client.query('SHOW VERSION')
+      return
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`pgbouncer did not answer: ${err}\n${log()}`)
+    } finally {
+      await client.end().catch(() => {})
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+export async function startPgBouncer(options: PgBouncerOptions): Promise<PgBouncer> {
+  const binary = pgbouncerBinary()
+  if (binary === undefined) throw new Error(absentLine())
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-pgbouncer-'))
+  const port = await freePort()
+  const user = new URL(ADMIN_URL).username || 'postgres'
+  writeFileSync(join(dir, 'userlist.txt'), `"${user}" ""\n`)
+  writeFileSync(join(dir, 'pgbouncer.ini'), config(dir, port, options))
+  const asPostgres = ownedByPostgres(dir)
+  const child = spawn(binary, [...asPostgres, join(dir, 'pgbouncer.ini')], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+  let stderr = ''
+  child.stderr?.on('data', (chunk) => {
+    // Bounded: a long run logs every connection.
+    stderr = (stderr + chunk).slice(-64_000)
+  })
+  const exited = once(child, 'exit')
+  const through = (url: string) => {
+    const parsed = new URL(url)
+    parsed.hostname = '127.0.0.1'
+    parsed.port = String(port)
+    return parsed.toString()
+  }
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+    await exited
+    rmSync(dir, { recursive: true, force: true })
+  }
+  try {
+    await waitUntilServing(through(`postgres://${user}@x/pgbouncer`), child, () => stderr)
+  } catch (err) {
+    await stop()
+    throw err
+  }
+  return {
+    port,
+    urlFor: (database) => through(`postgres://${user}@x/${database}`),
+    through,
+    log: () => stderr,
+    stop,
+  }
+}
