@@ -7,9 +7,8 @@
 // threshold the server is given (sampled every 40 ms). Nothing here asserts how long anything
 // took.
 import assert from 'node:assert/strict'
-import { Writable } from 'node:stream'
 import { after, before, describe, test } from 'node:test'
-import { type LogLine, logLines, WARN } from '../helpers/logs.ts'
+import { type LogLine, memoryLog, WARN } from '../helpers/logs.ts'
 import { parseExposition, sampleValue } from '../helpers/prometheus.ts'
 import { createPet, errorOf, startServer, type TestServer } from '../helpers/server.ts'
 
@@ -48,17 +47,6 @@ async function whileBehind<T>(send: () => Promise<T>): Promise<T> {
   } finally {
     hold.stop()
   }
-}
-
-function memoryLog() {
-  const chunks: string[] = []
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      chunks.push(String(chunk))
-      done()
-    },
-  })
-  return { stream, lines: (): LogLine[] => logLines(chunks.join('')) }
 }
 
 const SHED_MESSAGE = /^load shedding: /
