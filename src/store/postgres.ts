@@ -39,6 +39,12 @@ export interface PostgresStoreOptions {
   url: string
   /** The most connections this process opens. */
   poolSize: number
+  /**
+   * The server cancels a statement that runs longer; 5 s unless given. Tests shorten it to see
+   * a statement cancelled without waiting 5 s. Keep it below QUERY_TIMEOUT_MS, so that the
+   * server's cancel, not the client giving up, ends a slow statement.
+   */
+  statementTimeoutMs?: number
 }
 
 /** How long to wait for a connection, new or from a busy pool. */
@@ -357,7 +363,11 @@ class Database {
 }
 
 export function openPostgresStore(options: PostgresStoreOptions): Store {
-  const pool = new Pool({ ...connectionConfig(options.url), max: options.poolSize })
+  const pool = new Pool({
+    ...connectionConfig(options.url),
+    statement_timeout: options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS,
+    max: options.poolSize,
+  })
   // An idle connection that fails (the server restarted, the network dropped it) is emitted
   // here; without a listener that 'error' event would end the process. The pool has already
   // discarded the connection and opens a new one on demand; the requests and readiness checks
