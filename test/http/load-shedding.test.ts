@@ -58,7 +58,8 @@ describe('load shedding while the event loop is behind (D16)', () => {
 
   before(async () => {
     server = await startServer({
-      loadShedding: { maxEventLoopDelayMs: 20 },
+      // An episode ends for the log after 200 ms without shedding, not 5 s, so nothing waits.
+      loadShedding: { maxEventLoopDelayMs: 20, quietMs: 200 },
       logger: { level: 'info', stream: log.stream },
       metrics: true,
     })
