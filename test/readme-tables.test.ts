@@ -2,13 +2,15 @@
 // is checked against the catalog (openapi.test.ts): every variable loadConfig reads is listed,
 // with the default of `configDefaults`, and every range the table states is the one loadConfig
 // enforces (its ends accepted, one past them refused naming the variable). The limits stated
-// are those of src/contract/limits.ts and of the running service.
+// are those of src/contract/limits.ts and of the running service, as are the timeouts and sizes
+// the Errors table quotes.
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
 import { after, before, describe, test } from 'node:test'
 import { ConfigError, configDefaults, loadConfig } from '../src/config.ts'
 import { BODY_LIMIT_BYTES, LIST_LIMIT, MAX_ID, NAME_MAX_LENGTH } from '../src/contract/limits.ts'
 import { PetStatus } from '../src/contract/schemas.ts'
+import { MAX_TARGET_LENGTH } from '../src/http-server.ts'
 import { startServer, type TestServer } from './helpers/server.ts'
 
 const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
@@ -201,5 +203,32 @@ describe("the README's Limits and rules table", () => {
     const policy = response.headers.get('ratelimit-policy')
     assert.ok(policy !== null)
     assert.ok(text.includes(`\`RateLimit-Policy: ${policy}\``), `${policy} in: ${text}`)
+  })
+})
+
+describe("the limits the README's Errors table states", () => {
+  const rows = new Map(
+    tableAfter('### Errors').map(([code = '', , when = '']) => [code, when] as const),
+  )
+  const seconds = (ms: string) => Number(ms) / 1000
+
+  test('408: the default headers and request timeouts', () => {
+    assert.match(
+      rows.get('`request_timeout`') ?? '',
+      new RegExp(
+        `\\(headers ${seconds(configDefaults.PETSTORE_HEADERS_TIMEOUT_MS)} s, whole request ${seconds(configDefaults.PETSTORE_REQUEST_TIMEOUT_MS)} s\\)`,
+      ),
+    )
+  })
+
+  test('413: BODY_LIMIT_BYTES; 414: MAX_TARGET_LENGTH', () => {
+    assert.match(
+      rows.get('`payload_too_large`') ?? '',
+      new RegExp(`over ${BODY_LIMIT_BYTES / 1024} KiB`),
+    )
+    assert.match(
+      rows.get('`uri_too_long`') ?? '',
+      new RegExp(`longer than ${MAX_TARGET_LENGTH / 1024} KiB`),
+    )
   })
 })
