@@ -76,7 +76,9 @@ describe('a SQLite write lock held by another process', () => {
     timeout: 20_000,
   }, async () => {
     const path = join(dir.path, 'held.db')
-    const store = openSqliteStore({ path })
+    // A deadline far beyond the rounds below, however busy the machine: the create must still
+    // be waiting when they end.
+    const store = openSqliteStore({ path, lockTimeoutMs: 60_000 })
     const server = await startServer({ store })
     try {
       const holder = await holdLock(path)
@@ -98,8 +100,8 @@ describe('a SQLite write lock held by another process', () => {
         await list.arrayBuffer()
         await sleep(20)
       }
-      // Answered while the create still waits (its deadline is 5 s away): a wait that blocked
-      // the event loop would answer them only once the create had given up or committed.
+      // Answered while the create still waits: a wait that blocked the event loop would answer
+      // them only once the create had given up or committed.
       assert.equal(createSettled, false, 'the create was answered while the lock was held')
 
       await holder.release()
