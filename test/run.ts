@@ -7,9 +7,20 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { globSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { POSTGRES_REQUIRED, postgresReachable, unreachableLine } from './helpers/postgres.ts'
 
 const forwarded = process.argv.slice(2)
+
+// Node's compile cache, shared by the test processes and the services and commands they start
+// (helpers/process.ts passes it on): each would otherwise strip and compile the same modules
+// again (measured: `petstore --help` 0.24 → 0.09 s of CPU).
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  NODE_COMPILE_CACHE:
+    process.env.NODE_COMPILE_CACHE ?? join(tmpdir(), 'petstore-test-compile-cache'),
+}
 
 /** Test files that exist only for PostgreSQL; the SQLite run leaves them out. */
 const POSTGRES_ONLY = ['test/store/postgres.test.ts', 'test/scale/*.test.ts']
@@ -68,11 +79,11 @@ async function nodeTest(
 // databases, which leaves a core free (measured: 0.6 of 2 cores busy when they ran one after the
 // other). The PostgreSQL run's report is printed after the SQLite run's.
 const postgresRun = (await postgresReachable())
-  ? nodeTest(files(POSTGRES_RUN), { ...process.env, PETSTORE_TEST_DATABASE: 'postgres' }, true)
+  ? nodeTest(files(POSTGRES_RUN), { ...env, PETSTORE_TEST_DATABASE: 'postgres' }, true)
   : undefined
 
 console.log('== SQLite: every test')
-const sqliteOk = (await nodeTest(files(['test/**/*.test.ts'], POSTGRES_ONLY), process.env)).ok
+const sqliteOk = (await nodeTest(files(['test/**/*.test.ts'], POSTGRES_ONLY), env)).ok
 
 let postgresOk = true
 if (postgresRun !== undefined) {
