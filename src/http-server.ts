@@ -4,7 +4,8 @@
 //
 // - Time. A request's headers must arrive within PETSTORE_HEADERS_TIMEOUT_MS and the whole request
 //   within PETSTORE_REQUEST_TIMEOUT_MS. Node checks these every `connectionsCheckingInterval`
-//   (30 s by default, which let slow clients live 75–90 s); here every second.
+//   (30 s by default, which let slow clients live 75–90 s); here every second, or as often as
+//   the headers timeout when that is shorter.
 // - Connections. Past PETSTORE_MAX_CONNECTIONS, new connections are closed at once (Node's
 //   `maxConnections`), before the process runs out of file descriptors.
 // - Pipelining. Node parses every request of one read at once (a 64 KiB read holds a thousand
@@ -303,7 +304,8 @@ export function httpServerParts(
           headersTimeout: limits.headersTimeoutMs,
           requestTimeout: limits.requestTimeoutMs,
           keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-          connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
+          // At least as often as the shorter timeout, so that a short one is kept to as well.
+          connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, limits.headersTimeoutMs),
           // A missing Host is refused here (refusal()), as the Error body; Node's own 400 is empty.
           requireHostHeader: false,
         },

@@ -2,7 +2,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { loadConfig } from '../src/config.ts'
-import { runCli } from './helpers/process.ts'
 
 describe('REDIS_URL', () => {
   test('unset or empty keeps rate-limit counters in memory', () => {
@@ -52,15 +51,5 @@ describe('REDIS_URL', () => {
         bad,
       )
     }
-  })
-
-  test('a bad REDIS_URL stops `petstore serve` with one line and exit code 1', async () => {
-    const result = await runCli(['serve'], {
-      DATABASE_URL: 'sqlite::memory:',
-      REDIS_URL: 'memcached://cache:11211',
-    })
-    assert.equal(result.code, 1)
-    assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr)
-    assert.match(result.stderr, /^petstore: invalid configuration: REDIS_URL must be redis:\/\//)
   })
 })

@@ -29,7 +29,7 @@ import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { type LogLine, logLines } from './helpers/logs.ts'
-import { BIN } from './helpers/process.ts'
+import { BIN, inheritedEnv } from './helpers/process.ts'
 import { tempDir } from './helpers/server.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -238,7 +238,7 @@ async function drainCase(c: Case): Promise<void> {
   const dir = await tempDir()
   const database = join(dir.path, 'signals.db')
   const env = {
-    PATH: process.env.PATH ?? '',
+    ...inheritedEnv(),
     HOME: process.env.HOME ?? dir.path,
     DATABASE_URL: `sqlite:${database}`,
     HOST: '127.0.0.1',

@@ -23,6 +23,8 @@ export interface LoadSheddingOptions {
   maxEventLoopDelayMs: number
   /** Route URLs (as registered) that are always served: the liveness probe. */
   exempt?: readonly string[]
+  /** An episode ends, for the log, once nothing was shed for this long; 5 s unless given (tests). */
+  quietMs?: number
 }
 
 /** What the plugin counts, for logs now and metrics later. */
@@ -56,9 +58,11 @@ export function sampleIntervalMs(maxEventLoopDelayMs: number): number {
 const RETRY_AFTER_SECONDS = 1
 /** A shedding episode ends, for the log, once nothing was shed for this long. */
 const QUIET_MS = 5_000
+/** How often a running episode looks whether it has been quiet long enough. */
+const QUIET_CHECK_MS = 1_000
 
 export const loadShedding = fp<LoadSheddingOptions>(
-  async (app, { maxEventLoopDelayMs, exempt = [] }) => {
+  async (app, { maxEventLoopDelayMs, exempt = [], quietMs = QUIET_MS }) => {
     let shed = 0
     const on = maxEventLoopDelayMs > 0
     app.decorate('loadShedding', {
@@ -89,7 +93,7 @@ export const loadShedding = fp<LoadSheddingOptions>(
     let watch: NodeJS.Timeout | undefined
 
     const endEpisodeWhenQuiet = () => {
-      if (performance.now() - episode.lastShedAt < QUIET_MS) return
+      if (performance.now() - episode.lastShedAt < quietMs) return
       clearInterval(watch)
       watch = undefined
       app.log.info(
@@ -97,7 +101,7 @@ export const loadShedding = fp<LoadSheddingOptions>(
           shedRequests: shed - episode.shedBefore,
           sheddingForMs: Math.round(episode.lastShedAt - episode.startedAt),
         },
-        'load shedding ended: the event loop has kept up for 5 s',
+        `load shedding ended: the event loop has kept up for ${quietMs / 1000} s`,
       )
     }
 
@@ -117,7 +121,7 @@ export const loadShedding = fp<LoadSheddingOptions>(
       if (watch === undefined) {
         episode.startedAt = now
         episode.shedBefore = shed - 1
-        watch = setInterval(endEpisodeWhenQuiet, 1000).unref()
+        watch = setInterval(endEpisodeWhenQuiet, Math.min(QUIET_CHECK_MS, quietMs)).unref()
         app.log.warn(
           {
             // null: the loop did not turn twice within a sample, i.e. it is stalled.

@@ -5,6 +5,16 @@ import { fileURLToPath } from 'node:url'
 
 export const BIN = fileURLToPath(new URL('../../bin/petstore.js', import.meta.url))
 
+/**
+ * What a child inherits besides the environment a test gives it: PATH, and Node's compile cache
+ * when `npm test` set one (NODE_COMPILE_CACHE), so that each child need not strip and compile
+ * the service's modules again.
+ */
+export function inheritedEnv(): Record<string, string> {
+  const cache = process.env.NODE_COMPILE_CACHE
+  return { PATH: process.env.PATH ?? '', ...(cache ? { NODE_COMPILE_CACHE: cache } : {}) }
+}
+
 export interface CommandResult {
   code: number | null
   stdout: string
@@ -14,7 +24,7 @@ export interface CommandResult {
 /** Runs `petstore ...args` to completion with the given environment (added to a clean one). */
 export async function runCli(args: string[], env: Record<string, string>): Promise<CommandResult> {
   const child = spawn(process.execPath, [BIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
+    env: { ...inheritedEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''
@@ -49,11 +59,14 @@ export async function startService(
 ): Promise<ServiceProcess> {
   const child = spawn(process.execPath, [BIN, 'serve', ...args], {
     // Metrics (D17) are off unless a test asks: parallel services would share port 9464.
+    // Load shedding (D16) too: test runs share the cores, and a service that sheds because the
+    // machine is busy with other test files fails tests that are not about shedding.
     env: {
-      PATH: process.env.PATH ?? '',
+      ...inheritedEnv(),
       PORT: '0',
       HOST: '127.0.0.1',
       METRICS_PORT: 'off',
+      PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '0',
       ...env,
       LOG_LEVEL: 'info',
     },

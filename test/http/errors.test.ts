@@ -6,7 +6,8 @@ import { connect } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { BODY_LIMIT_BYTES } from '../../src/contract/limits.ts'
 import { errorCatalog, errorCodes } from '../../src/errors.ts'
-import type { PetRepository, Store } from '../../src/store/store.ts'
+import type { Store } from '../../src/store/store.ts'
+import { failingStore } from '../helpers/failing-store.ts'
 import {
   createPet,
   errorOf,
@@ -246,31 +247,18 @@ describe('a failing store: 500 internal_error without internals (D4)', () => {
   before(async () => {
     database = await openTestStore()
     real = database.store
-    const failing: Store = {
-      engine: real.engine,
-      get pets(): PetRepository {
-        const pets = real.pets
-        return {
-          create: (pet) => pets.create(pet),
-          createIdempotent: (pet, claim) => pets.createIdempotent(pet, claim),
-          purgeIdempotencyRecords: (before, limit) => pets.purgeIdempotencyRecords(before, limit),
-          // Rejects, as an async driver would.
-          list: async () => {
-            throw new Error(SECRET)
-          },
-          // Throws synchronously, before any promise exists.
-          get: () => {
-            throw new TypeError(SECRET)
-          },
-        }
+    const failing = failingStore(real, {
+      pets: {
+        // Rejects, as an async driver would.
+        list: async () => {
+          throw new Error(SECRET)
+        },
+        // Throws synchronously, before any promise exists.
+        get: () => {
+          throw new TypeError(SECRET)
+        },
       },
-      get apiKeys() {
-        return real.apiKeys
-      },
-      migrate: () => real.migrate(),
-      ping: () => real.ping(),
-      close: () => real.close(),
-    }
+    })
     server = await startServer({ store: failing })
   })
   after(async () => {

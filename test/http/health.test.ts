@@ -1,7 +1,8 @@
 // D1/D11: /healthz (alive) and /readyz (store reachable, not draining), both without auth.
 import assert from 'node:assert/strict'
 import { after, afterEach, before, describe, it } from 'node:test'
-import type { PetRepository, Store } from '../../src/store/store.ts'
+import type { Store } from '../../src/store/store.ts'
+import { failingStore } from '../helpers/failing-store.ts'
 import {
   createPet,
   errorOf,
@@ -103,21 +104,12 @@ describe('readiness with an unreachable store', () => {
   before(async () => {
     database = await openTestStore()
     real = database.store
-    const flaky: Store = {
-      engine: real.engine,
-      get pets() {
-        return real.pets
-      },
-      get apiKeys() {
-        return real.apiKeys
-      },
-      migrate: () => real.migrate(),
+    const flaky = failingStore(real, {
       ping: async () => {
         if (pingFails) throw new Error(INTERNAL)
         await real.ping()
       },
-      close: () => real.close(),
-    }
+    })
     server = await startServer({ store: flaky })
   })
   after(async () => {
@@ -186,29 +178,15 @@ describe('closing while a request is in flight (D11)', () => {
     const gate = new Promise<void>((resolve) => {
       release = resolve
     })
-    const held: Store = {
-      engine: real.engine,
-      get pets(): PetRepository {
-        return {
-          get: (id) => real.pets.get(id),
-          list: (query) => real.pets.list(query),
-          createIdempotent: (pet, claim) => real.pets.createIdempotent(pet, claim),
-          purgeIdempotencyRecords: (before, limit) =>
-            real.pets.purgeIdempotencyRecords(before, limit),
-          create: async (pet) => {
-            entered()
-            await gate
-            return real.pets.create(pet)
-          },
-        }
+    const held = failingStore(real, {
+      pets: {
+        create: async (pet) => {
+          entered()
+          await gate
+          return real.pets.create(pet)
+        },
       },
-      get apiKeys() {
-        return real.apiKeys
-      },
-      migrate: () => real.migrate(),
-      ping: () => real.ping(),
-      close: () => real.close(),
-    }
+    })
     const server = await startServer({ store: held })
     try {
       const response = createPet(server, { name: 'in flight', categoryId: 1 })

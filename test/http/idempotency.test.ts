@@ -5,7 +5,8 @@ import { after, before, describe, it } from 'node:test'
 import { issueApiKey } from '../../src/keys/issue.ts'
 import { openPostgresStore } from '../../src/store/postgres.ts'
 import { openSqliteStore } from '../../src/store/sqlite.ts'
-import { type PetRepository, type Store, StoreUnavailableError } from '../../src/store/store.ts'
+import { StoreUnavailableError } from '../../src/store/store.ts'
+import { failingStore } from '../helpers/failing-store.ts'
 import { TEST_POOLER } from '../helpers/postgres.ts'
 import { exchange } from '../helpers/raw-http.ts'
 import {
@@ -272,29 +273,17 @@ describe('Idempotency-Key and 5xx answers (D14)', () => {
     await real.migrate()
     // The real store, except that one create answers 503: after committing (the answer was
     // lost), or without writing anything.
-    const store: Store = {
-      engine: real.engine,
-      apiKeys: real.apiKeys,
-      get pets(): PetRepository {
-        const pets = real.pets
-        return {
-          create: (pet) => pets.create(pet),
-          get: (id) => pets.get(id),
-          list: (query) => pets.list(query),
-          purgeIdempotencyRecords: (before, limit) => pets.purgeIdempotencyRecords(before, limit),
-          createIdempotent: async (pet, claim) => {
-            const failure = next
-            next = undefined
-            if (failure === 'commit') await pets.createIdempotent(pet, claim)
-            if (failure !== undefined) throw new StoreUnavailableError('the answer was lost')
-            return pets.createIdempotent(pet, claim)
-          },
-        }
+    const store = failingStore(real, {
+      pets: {
+        createIdempotent: async (pet, claim) => {
+          const failure = next
+          next = undefined
+          if (failure === 'commit') await real.pets.createIdempotent(pet, claim)
+          if (failure !== undefined) throw new StoreUnavailableError('the answer was lost')
+          return real.pets.createIdempotent(pet, claim)
+        },
       },
-      migrate: () => real.migrate(),
-      ping: () => real.ping(),
-      close: () => real.close(),
-    }
+    })
     server = await startServer({ store })
   })
   after(async () => {

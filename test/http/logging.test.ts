@@ -10,6 +10,7 @@ import { createKeyVerifier } from '../../src/keys/verifier.ts'
 import { loggerOptions } from '../../src/logging.ts'
 import { traceIdOf } from '../../src/plugins/request-log.ts'
 import type { Store } from '../../src/store/store.ts'
+import { failingStore } from '../helpers/failing-store.ts'
 import { openTestStore } from '../helpers/server.ts'
 
 interface LogLine {
@@ -29,29 +30,13 @@ async function startLoggedApp(logLevel: LogLevel, options: { failingList?: strin
   const store: Store =
     failingList === undefined
       ? real
-      : {
-          engine: real.engine,
-          get pets() {
-            const pets = real.pets
-            return {
-              create: (pet: Parameters<typeof pets.create>[0]) => pets.create(pet),
-              createIdempotent: (...args: Parameters<typeof pets.createIdempotent>) =>
-                pets.createIdempotent(...args),
-              purgeIdempotencyRecords: (...args: Parameters<typeof pets.purgeIdempotencyRecords>) =>
-                pets.purgeIdempotencyRecords(...args),
-              get: (id: number) => pets.get(id),
-              list: async () => {
-                throw new Error(failingList)
-              },
-            }
+      : failingStore(real, {
+          pets: {
+            list: async () => {
+              throw new Error(failingList)
+            },
           },
-          get apiKeys() {
-            return real.apiKeys
-          },
-          migrate: () => real.migrate(),
-          ping: () => real.ping(),
-          close: () => real.close(),
-        }
+        })
   const { key, record } = await issueApiKey(real.apiKeys, 'production', 'logging')
   const bootstrapKey = 'opaque-logging-key-0123456789-abcdefghijkl'
 

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { type Store, StoreUnavailableError } from '../../src/store/store.ts'
+import { failingStore } from '../helpers/failing-store.ts'
 import {
   createPet,
   errorOf,
@@ -22,9 +23,7 @@ describe('database unreachable', () => {
     await real.migrate()
     const unreachable = () =>
       Promise.reject(new StoreUnavailableError('connect ECONNREFUSED 10.0.0.9:5432'))
-    const store: Store = {
-      engine: real.engine,
-      apiKeys: real.apiKeys,
+    const store = failingStore(real, {
       pets: {
         create: unreachable,
         createIdempotent: unreachable,
@@ -32,10 +31,8 @@ describe('database unreachable', () => {
         get: unreachable,
         list: unreachable,
       },
-      migrate: () => real.migrate(),
       ping: unreachable,
-      close: () => real.close(),
-    }
+    })
     server = await startServer({ store })
   })
   after(async () => {

@@ -8,7 +8,7 @@ import { type ServiceProcess, startService } from '../helpers/process.ts'
 import { boundedPool, call, type Pet, sharedKey, walk } from './support.ts'
 
 const INSTANCES = 3
-const CREATES = 3_000
+const CREATES = 1_000
 const IN_FLIGHT = 120
 const STATUSES = ['available', 'pending', 'sold', undefined] as const
 

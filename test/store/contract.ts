@@ -110,8 +110,10 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
     test('list pages in id order with hasMore, by status, after an id', async () => {
       const fresh = await fixture.reopen()
       try {
-        const start = (await fresh.pets.list({ limit: 100, afterId: 0 })).pets.length
-        assert.ok(start >= 0)
+        // Reopened, as a restarted process would, the database holds what the first store
+        // committed in the tests before this one.
+        const first = { limit: 100, afterId: 0 }
+        assert.deepEqual(await fresh.pets.list(first), await store.pets.list(first))
         const statuses = ['available', 'pending', 'sold', undefined] as const
         const made = []
         for (let i = 0; i < 40; i++) {
