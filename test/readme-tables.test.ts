@@ -135,7 +135,7 @@ describe("the README's Configuration table", () => {
       .filter((row) => row.allowed !== undefined)
     assert.deepEqual(
       closed.map(({ name }) => name),
-      ['PETSTORE_ENV', 'LOG_LEVEL'],
+      ['DATABASE_POOLER', 'PETSTORE_ENV', 'LOG_LEVEL'],
     )
     for (const { name, meaning, allowed } of closed) {
       assert.deepEqual(
