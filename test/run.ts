@@ -35,6 +35,7 @@ const env: NodeJS.ProcessEnv = {
 const POSTGRES_ONLY = [
   'test/store/postgres.test.ts',
   'test/store/pgbouncer.test.ts',
+  'test/store/postgres-disk-full.test.ts',
   'test/scale/*.test.ts',
 ]
 /**

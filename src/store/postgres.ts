@@ -111,8 +111,37 @@ function isConnectionFailure(err: unknown): boolean {
   return DRIVER_CONNECTION_MESSAGES.has(err.message)
 }
 
-/** The one place driver errors are sorted: unreachable becomes retryable (503), the rest stays. */
-function unavailableIfConnectionLost(err: unknown): unknown {
+/** What a client is told for a storage failure: an operator must act, so not every second. */
+const STORAGE_RETRY_AFTER_SECONDS = 10
+
+// Server errors that say the database cannot store what it is given (D16), as SQLite's full,
+// read-only or failing disk: 53100 disk_full, 58030 io_error, 53200 out_of_memory,
+// 25006 read_only_sql_transaction (a standby, or default_transaction_read_only).
+const STORAGE_FAILURES = new Map([
+  ['53100', "the database's disk is full"],
+  ['58030', 'the database had an I/O error'],
+  ['53200', 'the database server is out of memory'],
+  ['25006', 'the database is read-only'],
+])
+
+function storageFailure(err: unknown): StoreUnavailableError | undefined {
+  const code = (err as { code?: unknown } | null)?.code
+  const reason = typeof code === 'string' ? STORAGE_FAILURES.get(code) : undefined
+  if (reason === undefined) return undefined
+  return new StoreUnavailableError(reason, {
+    cause: err,
+    reason,
+    retryAfterSeconds: STORAGE_RETRY_AFTER_SECONDS,
+  })
+}
+
+/**
+ * The one place driver errors are sorted: unreachable, and a database that cannot store, become
+ * retryable (503); the rest stays.
+ */
+function sortPostgresError(err: unknown): unknown {
+  const storage = storageFailure(err)
+  if (storage !== undefined) return storage
   if (!isConnectionFailure(err)) return err
   // D19: PgBouncer's answer to the statement_timeout a direct connection sends at start.
   if (err instanceof Error && err.message.startsWith('unsupported startup parameter')) {
@@ -317,7 +346,7 @@ class Database {
       this.outages.succeeded()
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 }
     } catch (err) {
-      const sorted = unavailableIfConnectionLost(err)
+      const sorted = sortPostgresError(err)
       if (sorted instanceof StoreUnavailableError) this.outages.failed(sorted)
       throw sorted
     } finally {
@@ -343,7 +372,7 @@ class Database {
       this.outages.succeeded()
       return result
     } catch (err) {
-      const sorted = unavailableIfConnectionLost(err)
+      const sorted = sortPostgresError(err)
       if (sorted instanceof StoreUnavailableError) this.outages.failed(sorted)
       throw sorted
     } finally {
@@ -445,7 +474,7 @@ class PostgresStore implements Store {
       await client.connect()
       return await applyMigrations(client)
     } catch (err) {
-      throw unavailableIfConnectionLost(err)
+      throw sortPostgresError(err)
     } finally {
       await client.end().catch(() => {})
     }
