@@ -1,9 +1,15 @@
 // The published contract: OpenAPI 3.1 at /v1/openapi.json, generated from the same schemas that
-// validate requests, and an interactive reference at /docs served from local assets (no CDN).
+// validate requests (contract/), and the interactive reference at /docs (plugins/docs-page.ts).
 import swagger from '@fastify/swagger'
-import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
+import {
+  DOCUMENT_CACHE_CONTROL,
+  type FixedBody,
+  fixedBody,
+  sendFixedBody,
+} from '../conditional-get.ts'
 import { openapiDefinition } from '../contract/openapi.ts'
+import { docsPage } from './docs-page.ts'
 
 export const openapi = fp(async (app) => {
   await app.register(swagger, {
@@ -15,23 +21,21 @@ export const openapi = fp(async (app) => {
       buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`),
     },
   })
-  await app.register(swaggerUi, {
-    routePrefix: '/docs',
-    // Every asset is local. Unlike swagger-ui's default CSP (`staticCSP: true`), no
-    // `upgrade-insecure-requests`: over plain HTTP on any host but localhost it turned the
-    // assets' URLs into https ones, and the page stayed blank.
-    staticCSP: {
-      'default-src': ["'self'"],
-      'base-uri': ["'self'"],
-      'font-src': ["'self'", 'data:'],
-      'frame-ancestors': ["'self'"],
-      'img-src': ["'self'", 'data:'],
-      'object-src': ["'none'"],
-      'script-src': ["'self'"],
-      'script-src-attr': ["'none'"],
-      'style-src': ["'self'"],
-    },
-    uiConfig: { deepLinking: true, defaultModelsExpandDepth: 1 },
-  })
-  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  // Built on first use: app.swagger() needs every route in. The same bytes and ETag on each
+  // answer, here and at /docs/json.
+  let document: FixedBody | undefined
+  const currentDocument = () => {
+    document ??= fixedBody(JSON.stringify(app.swagger()))
+    return document
+  }
+  app.get('/v1/openapi.json', { schema: { hide: true } }, (request, reply) =>
+    sendFixedBody(
+      request,
+      reply,
+      currentDocument(),
+      'application/json; charset=utf-8',
+      DOCUMENT_CACHE_CONTROL,
+    ),
+  )
+  await app.register(docsPage, { document: currentDocument })
 })
