@@ -8,6 +8,7 @@ import {
   fixedBody,
   sendFixedBody,
 } from '../conditional-get.ts'
+import { referenceComponents } from '../contract/components.ts'
 import { openapiDefinition } from '../contract/openapi.ts'
 import { docsPage } from './docs-page.ts'
 
@@ -20,6 +21,10 @@ export const openapi = fp(async (app) => {
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`),
     },
+    // Each header, error example and error response written once, under components.
+    // The document is OpenAPI 3.1 (openapiDefinition), so it is always `openapiObject`.
+    transformObject: (document) =>
+      referenceComponents('openapiObject' in document ? document.openapiObject : {}),
   })
   // Built on first use: app.swagger() needs every route in. The same bytes and ETag on each
   // answer, here and at /docs/json.
