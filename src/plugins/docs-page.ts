@@ -98,7 +98,7 @@ export const docsPage: FastifyPluginAsync<{ document: () => FixedBody }> = async
   // Hooks of this scope: the /docs routes only, @fastify/static's included.
   app.addHook('onSend', (request, reply, payload, done: OnSendDone) => {
     const url = request.routeOptions.url ?? ''
-    if (url.startsWith(assetPrefix)) {
+    if (url.startsWith(assetPrefix) && (reply.statusCode === 200 || reply.statusCode === 304)) {
       // A 304 says for how long too (RFC 9111 §4.3.4), so both get it.
       const versioned = new URLSearchParams(request.url.split('?')[1]).get('v') === version
       reply.header('cache-control', versioned ? VERSIONED_ASSET_CACHE_CONTROL : REVALIDATE)

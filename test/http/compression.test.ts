@@ -290,6 +290,15 @@ describe('compression and caching (D17)', () => {
       assert.equal(cached.headers['cache-control'], VERSIONED_ASSET_CACHE_CONTROL)
     })
 
+    it('a file that does not exist is a 404 that no one keeps', async () => {
+      const [versioned] = await assetUrls()
+      const missing = (versioned ?? '').replace(/\/static\/[^?]+/, '/static/no-such-file.js')
+      const answer = await send(server, missing)
+      assert.equal(answer.status, 404)
+      assert.notEqual(answer.headers['cache-control'], VERSIONED_ASSET_CACHE_CONTROL)
+      assert.equal(JSON.parse(answer.body.toString('utf8')).code, 'not_found')
+    })
+
     it('the page itself is revalidated with its ETag', async () => {
       const page = await send(server, '/docs')
       assert.equal(page.headers['cache-control'], 'no-cache')
