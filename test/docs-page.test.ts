@@ -200,6 +200,11 @@ function docsPageTests() {
       // swagger-ui's top bar carries its logo, or the one the plugin puts there (Fastify's).
       assert.equal(await page.locator('.topbar').count(), 0, 'a top bar with a logo')
       assert.equal(await page.locator('img').count(), 0, 'an image on the page')
+      const icons = await page
+        .locator('link[rel="icon"]')
+        .evaluateAll((links) => links.map((link) => link.getAttribute('href') ?? ''))
+      assert.equal(icons.length, 1, icons.join(', '))
+      assert.match(icons[0] ?? '', /\/static\/theme\/petstore\.svg\?v=/, 'our icon, versioned')
     } finally {
       await page.close()
     }

@@ -24,9 +24,19 @@ export const VERSIONED_ASSET_CACHE_CONTROL = 'public, max-age=31536000, immutabl
 /** The page, and files asked for without the current version, are revalidated every time. */
 export const REVALIDATE = 'no-cache'
 
+/** Our icon, in place of swagger-ui's: a "P" on the page's green. */
+const FAVICON = {
+  filename: 'petstore.svg',
+  rel: 'icon',
+  type: 'image/svg+xml',
+  sizes: 'any',
+  content:
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#2f6f4f"/><path d="M11 25V7h6.5a5.5 5.5 0 0 1 0 11H15v7z M15 11v3.5h2.5a1.75 1.75 0 0 0 0-3.5z" fill="#fff" fill-rule="evenodd"/></svg>',
+}
+
 const options = {
   routePrefix: DOCS_PREFIX,
-  theme: { title: DOCS_TITLE },
+  theme: { title: DOCS_TITLE, favicon: [FAVICON] },
   // Every asset is local. Unlike swagger-ui's default CSP (`staticCSP: true`), no
   // `upgrade-insecure-requests`: over plain HTTP on any host but localhost it turned the
   // assets' URLs into https ones, and the page stayed blank. No 'unsafe-inline' either: the
@@ -107,7 +117,7 @@ export const docsPage: FastifyPluginAsync<{ document: () => FixedBody }> = async
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', REVALIDATE)
     let body = payload
     if (pageUrls.has(url) && typeof payload === 'string') {
-      body = payload.replace(/(\/static\/[\w.-]+)"/g, `$1?v=${version}"`)
+      body = payload.replace(/(\/static\/[\w./-]+)"/g, `$1?v=${version}"`)
     }
     done(null, withEtag(request, reply, body))
   })
