@@ -11,6 +11,7 @@ import type { KeyVerifier } from './keys/verifier.ts'
 import type { Lifecycle } from './lifecycle.ts'
 import type { Metrics } from './metrics.ts'
 import { auth } from './plugins/auth.ts'
+import { compression } from './plugins/compression.ts'
 import { deprecation } from './plugins/deprecation.ts'
 import { draining } from './plugins/draining.ts'
 import { errorHandling, frameworkErrors, methodNotAllowed } from './plugins/errors.ts'
@@ -88,6 +89,8 @@ export async function buildApp(parts: AppParts) {
   for (const schema of sharedSchemas) app.addSchema(schema)
 
   await app.register(requestIdHeader)
+  // Before any route: the plugin attaches itself to each route as it is added (D17).
+  await app.register(compression)
   await app.register(errorHandling)
   await app.register(security, { corsOrigins: config.corsOrigins })
   // After the request id and security headers, so a shed request carries them too; before

@@ -1,5 +1,6 @@
 // The interactive reference at /docs, in a real Chromium: it lists the three operations, shows
-// getPet as deprecated, loads nothing from any other host (no CDN), and works.
+// getPet as deprecated, loads nothing from any other host (no CDN), reports nothing on the
+// console under its CSP, is titled as ours, shows our examples, and works.
 //
 // Needs Debian's Chromium at /usr/bin/chromium. Without it the suite is skipped, unless
 // PETSTORE_REQUIRE_BROWSER=1 (CI), where a missing browser is a failure.
@@ -7,6 +8,8 @@ import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
 import { type Browser, chromium, type Page } from 'playwright-core'
+import { errorCatalog } from '../src/errors.ts'
+import { DOCS_TITLE } from '../src/plugins/docs-page.ts'
 import { startServer, type TestServer } from './helpers/server.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
@@ -22,6 +25,8 @@ interface OpenedPage {
   requests: string[]
   /** Uncaught exceptions in the page. */
   errors: string[]
+  /** Errors on the console: CSP violations, failed loads, React's complaints. */
+  consoleErrors: string[]
 }
 
 interface ShownOperation {
@@ -75,13 +80,31 @@ function docsPageTests() {
     page.setDefaultTimeout(15_000)
     const requests: string[] = []
     const errors: string[] = []
+    const consoleErrors: string[] = []
     page.on('request', (request) => requests.push(request.url()))
     page.on('pageerror', (error) => errors.push(error.message))
+    page.on('console', (message) => {
+      if (message.type() === 'error') consoleErrors.push(message.text())
+    })
     await page.goto(`${origin}/docs`)
     // swagger-ui renders one .opblock per operation, all at once, once the document has loaded.
     await page.locator('.opblock').nth(2).waitFor()
     await page.waitForLoadState('networkidle')
-    return { page, requests, errors }
+    return { page, requests, errors, consoleErrors }
+  }
+
+  /** The example a response of an operation shows, once the operation is opened. */
+  async function shownExample(page: Page, operationId: string, status: string): Promise<unknown> {
+    const block = page.locator(`#operations-animals-${operationId}`)
+    if (!(await block.locator('.responses-table').first().isVisible())) {
+      await block.locator('.opblock-summary-control').click()
+    }
+    const row = block.locator(`.responses-table tr.response[data-code="${status}"]`)
+    const text = await row
+      .locator('.response-col_description .example pre, .response-col_description pre')
+      .first()
+      .textContent()
+    return JSON.parse(text ?? 'null')
   }
 
   function shownOperations(page: Page): Promise<ShownOperation[]> {
@@ -106,7 +129,7 @@ function docsPageTests() {
   }
 
   test('lists exactly the three operations, getPet deprecated, from 127.0.0.1 only', async () => {
-    const { page, requests, errors } = await openDocs(server.url)
+    const { page, requests, errors, consoleErrors } = await openDocs(server.url)
     try {
       assert.deepStrictEqual(await shownOperations(page), [
         {
@@ -137,6 +160,7 @@ function docsPageTests() {
       )
       assert.deepStrictEqual(elsewhere(requests, '127.0.0.1'), [], 'requests to other hosts')
       assert.deepStrictEqual(errors, [], 'uncaught errors in the page')
+      assert.deepStrictEqual(consoleErrors, [], 'errors on the console (a CSP violation?)')
     } finally {
       await page.close()
     }
@@ -144,7 +168,7 @@ function docsPageTests() {
 
   test('renders over plain HTTP under a host name too (no https upgrade of its assets)', async () => {
     const origin = `http://${HOST_NAME}:${new URL(server.url).port}`
-    const { page, requests, errors } = await openDocs(origin)
+    const { page, requests, errors, consoleErrors } = await openDocs(origin)
     try {
       assert.equal((await shownOperations(page)).length, 3)
       // Away from localhost swagger-ui would also load its validator badge from another host.
@@ -155,6 +179,57 @@ function docsPageTests() {
         'requests not to the page’s own origin',
       )
       assert.deepStrictEqual(errors, [], 'uncaught errors in the page')
+      // Over plain HTTP away from localhost, Chromium ignores helmet's Cross-Origin-Opener-Policy
+      // (it needs a trustworthy origin) and says so on the console; over HTTPS it does not.
+      assert.deepStrictEqual(
+        consoleErrors.filter(
+          (text) => !text.startsWith('The Cross-Origin-Opener-Policy header has been ignored'),
+        ),
+        [],
+        'errors on the console (a CSP violation?)',
+      )
+    } finally {
+      await page.close()
+    }
+  })
+
+  test('is titled as ours, without a framework’s logo', async () => {
+    const { page } = await openDocs(server.url)
+    try {
+      assert.equal(await page.title(), DOCS_TITLE)
+      // swagger-ui's top bar carries its logo, or the one the plugin puts there (Fastify's).
+      assert.equal(await page.locator('.topbar').count(), 0, 'a top bar with a logo')
+      assert.equal(await page.locator('img').count(), 0, 'an image on the page')
+      const icons = await page
+        .locator('link[rel="icon"]')
+        .evaluateAll((links) => links.map((link) => link.getAttribute('href') ?? ''))
+      assert.equal(icons.length, 1, icons.join(', '))
+      assert.match(icons[0] ?? '', /\/static\/theme\/petstore\.svg\?v=/, 'our icon, versioned')
+    } finally {
+      await page.close()
+    }
+  })
+
+  test('shows our examples: a 401 is unauthorized, a Pet is an animal', async () => {
+    const { page } = await openDocs(server.url)
+    try {
+      assert.deepStrictEqual(await shownExample(page, 'listPets', '401'), {
+        code: 'unauthorized',
+        message: errorCatalog.unauthorized.example,
+        status: 401,
+      })
+      assert.deepStrictEqual(await shownExample(page, 'listPets', '429'), {
+        code: 'rate_limited',
+        message: errorCatalog.rate_limited.example,
+        status: 429,
+      })
+      const [first] = (await shownExample(page, 'listPets', '200')) as { name: string }[]
+      assert.equal(first?.name, 'Rex')
+      assert.deepStrictEqual(await shownExample(page, 'getPet', '404'), {
+        code: 'not_found',
+        message: errorCatalog.not_found.example,
+        status: 404,
+      })
     } finally {
       await page.close()
     }

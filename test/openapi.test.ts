@@ -3,17 +3,22 @@
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
 import { after, before, describe, test } from 'node:test'
-import { errorCatalog, errorCodes } from '../src/errors.ts'
+import { type ErrorCode, errorBody, errorCatalog, errorCodes } from '../src/errors.ts'
 import { startServer, type TestServer } from './helpers/server.ts'
 
 interface Reference {
   $ref?: string
 }
 
+interface Example {
+  summary?: string
+  value: unknown
+}
+
 interface Response {
   description: string
-  headers?: Record<string, unknown>
-  content?: Record<string, { schema?: Reference }>
+  headers?: Record<string, Reference>
+  content?: Record<string, { schema?: Reference; examples?: Record<string, Reference> }>
 }
 
 interface Operation {
@@ -22,7 +27,7 @@ interface Operation {
   deprecated?: boolean
   security?: unknown
   requestBody?: { required?: boolean; content?: Record<string, { schema?: Reference }> }
-  responses: Record<string, Response>
+  responses: Record<string, Response | Reference>
 }
 
 interface Document {
@@ -31,8 +36,14 @@ interface Document {
   security?: Record<string, string[]>[]
   paths: Record<string, Record<string, Operation>>
   components: {
-    schemas: Record<string, { properties?: Record<string, { enum?: string[] }> }>
+    schemas: Record<
+      string,
+      { properties?: Record<string, { enum?: string[] }>; examples?: unknown[] }
+    >
     securitySchemes?: Record<string, { type: string; scheme?: string }>
+    headers: Record<string, { description: string; schema: { type: string }; example: unknown }>
+    examples: Record<string, Example>
+    responses: Record<string, Response>
   }
 }
 
@@ -57,6 +68,22 @@ function operations(document: Document) {
   return Object.entries(document.paths).flatMap(([path, item]) =>
     Object.entries(item).map(([method, operation]) => ({ path, method, operation })),
   )
+}
+
+/** The object a `#/components/<kind>/<name>` reference names; throws when there is none. */
+function resolve<T>(reference: Reference | T, kind: 'headers' | 'examples' | 'responses'): T {
+  const pointer = (reference as Reference).$ref
+  if (pointer === undefined) return reference as T
+  const prefix = `#/components/${kind}/`
+  assert.ok(pointer.startsWith(prefix), `${pointer} is not under ${prefix}`)
+  const target = (served.components[kind] as Record<string, unknown>)[pointer.slice(prefix.length)]
+  assert.ok(target, `${pointer} names nothing`)
+  return target as T
+}
+
+function response(operation: Operation, status: string): Response | undefined {
+  const found = operation.responses[status]
+  return found === undefined ? undefined : resolve<Response>(found, 'responses')
 }
 
 function operation(id: string): Operation {
@@ -114,7 +141,7 @@ describe('operations', () => {
       createPet.requestBody?.content?.['application/json']?.schema?.$ref,
       '#/components/schemas/NewPet',
     )
-    const created = createPet.responses['201']
+    const created = response(createPet, '201')
     assert.ok(created, 'createPet has no 201 response')
     assert.ok(created.headers?.Location, 'createPet 201 documents no Location header')
     assert.equal(created.content?.['application/json']?.schema?.$ref, '#/components/schemas/Pet')
@@ -129,7 +156,7 @@ describe('operations', () => {
 
   test('401s document the challenge and no rate-limit fields (the key is checked first)', () => {
     for (const { operation } of operations(served)) {
-      const headers = Object.keys(operation.responses['401']?.headers ?? {})
+      const headers = Object.keys(response(operation, '401')?.headers ?? {})
       assert.ok(headers.includes('WWW-Authenticate'), `${operation.operationId} 401`)
       assert.ok(!headers.includes('RateLimit'), `${operation.operationId} 401 documents RateLimit`)
       assert.ok(headers.includes('X-Request-Id'), `${operation.operationId} 401`)
@@ -139,16 +166,17 @@ describe('operations', () => {
   test('every error response references the Error schema', () => {
     let checked = 0
     for (const { operation } of operations(served)) {
-      for (const [status, response] of Object.entries(operation.responses)) {
+      for (const status of Object.keys(operation.responses)) {
         if (Number(status) < 400) continue
-        const types = Object.keys(response.content ?? {})
+        const answer = response(operation, status)
+        const types = Object.keys(answer?.content ?? {})
         assert.deepStrictEqual(
           types,
           ['application/json'],
           `${operation.operationId} ${status}: media types`,
         )
         assert.equal(
-          response.content?.['application/json']?.schema?.$ref,
+          answer?.content?.['application/json']?.schema?.$ref,
           ERROR_REF,
           `${operation.operationId} ${status} does not reference the Error schema`,
         )
@@ -156,6 +184,99 @@ describe('operations', () => {
       }
     }
     assert.ok(checked >= 6, `only ${checked} error responses`)
+  })
+})
+
+describe('examples and references', () => {
+  test('every header of every response is a reference to components.headers', () => {
+    let checked = 0
+    for (const { operation } of operations(served)) {
+      for (const status of Object.keys(operation.responses)) {
+        for (const [name, header] of Object.entries(response(operation, status)?.headers ?? {})) {
+          assert.ok(header.$ref, `${operation.operationId} ${status} writes ${name} out in full`)
+          const target = resolve<{ description: string; example: unknown }>(header, 'headers')
+          assert.ok(target.description, `${header.$ref} has no description`)
+          assert.notEqual(target.example, undefined, `${header.$ref} has no example`)
+          checked++
+        }
+      }
+    }
+    assert.ok(checked > 20, `only ${checked} headers`)
+  })
+
+  test('every error response is a reference to components.responses', () => {
+    for (const { operation } of operations(served)) {
+      for (const [status, answer] of Object.entries(operation.responses)) {
+        if (Number(status) < 400) continue
+        assert.match(
+          (answer as Reference).$ref ?? '',
+          /^#\/components\/responses\//,
+          `${operation.operationId} ${status} is written out in full`,
+        )
+      }
+    }
+  })
+
+  test('each error example is the catalog’s, on its own status (a 401 is unauthorized, 401)', () => {
+    let checked = 0
+    for (const { operation } of operations(served)) {
+      for (const status of Object.keys(operation.responses)) {
+        if (Number(status) < 400) continue
+        const examples = response(operation, status)?.content?.['application/json']?.examples
+        assert.ok(examples, `${operation.operationId} ${status} has no examples`)
+        for (const [code, reference] of Object.entries(examples)) {
+          const example = resolve<Example>(reference, 'examples')
+          assert.deepStrictEqual(
+            example.value,
+            errorBody(code as ErrorCode, errorCatalog[code as ErrorCode].example),
+            `${operation.operationId} ${status}: ${code}`,
+          )
+          assert.equal(errorCatalog[code as ErrorCode].status, Number(status), code)
+          checked++
+        }
+      }
+    }
+    assert.ok(checked >= 16, `only ${checked} examples`)
+    const unauthorized = response(operation('listPets'), '401')?.content?.['application/json']
+    assert.deepStrictEqual(
+      resolve<Example>(unauthorized?.examples?.unauthorized ?? { $ref: '' }, 'examples').value,
+      {
+        code: 'unauthorized',
+        message: errorCatalog.unauthorized.example,
+        status: 401,
+      },
+    )
+  })
+
+  test('every 503 says when to retry (Retry-After)', () => {
+    for (const { operation } of operations(served)) {
+      const unavailable = response(operation, '503')
+      assert.ok(unavailable, `${operation.operationId} has no 503`)
+      assert.ok(unavailable.headers?.['Retry-After'], `${operation.operationId} 503`)
+    }
+  })
+
+  test('Pet, NewPet and Pets have examples, and the NewPet example is a valid create', async () => {
+    const { Pet, NewPet, Pets } = served.components.schemas
+    const [newPet] = NewPet?.examples ?? []
+    const [pet] = Pet?.examples ?? []
+    const [page] = (Pets?.examples ?? []) as unknown[][]
+    assert.ok(newPet && pet && page?.length, 'an example is missing')
+    assert.deepStrictEqual(Object.keys(pet as object).sort(), [
+      'categoryId',
+      'id',
+      'name',
+      'status',
+    ])
+    const created = await server.request('/v1/pets', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(newPet),
+    })
+    assert.equal(created.status, 201)
+    const { id, ...fields } = (await created.json()) as { id: number }
+    assert.ok(id > 0)
+    assert.deepStrictEqual(fields, newPet)
   })
 })
 

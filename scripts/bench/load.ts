@@ -10,6 +10,8 @@ export interface Request {
   body?: string
   /** D14: a new Idempotency-Key on every request (never a replay). */
   idempotencyKey?: boolean
+  /** Further request headers (e.g. Accept-Encoding, D17). */
+  headers?: Record<string, string>
 }
 
 /** Keys must stay new across runs on the same database, or later runs would measure replays. */
@@ -74,7 +76,7 @@ export async function measure(options: {
       : {}),
     url: url + request.path,
     method: request.method,
-    headers: AUTH_HEADERS(key, request),
+    headers: { ...AUTH_HEADERS(key, request), ...request.headers },
     ...(request.body === undefined ? {} : { body: request.body }),
     connections,
     pipelining: 1,

@@ -1,12 +1,16 @@
-// Response definitions for the operations: body schema, description and the headers each
-// response carries. Fastify serialises with the body schema; the OpenAPI document shows all of it.
+// Response definitions for the operations: body schema, description, the headers each response
+// carries and an example of each error. Fastify serialises with the body schema; the OpenAPI
+// document shows all of it, with each header and error response written once under
+// `components` (contract/components.ts).
 import type { TSchema } from 'typebox'
-import { type ErrorCode, errorCatalog } from '../errors.ts'
+import { type ErrorCode, errorBody, errorCatalog } from '../errors.ts'
 import { ErrorBodySchema, ref } from './schemas.ts'
 
-interface HeaderSpec {
+export interface HeaderSpec {
   type: 'string' | 'integer'
   description: string
+  /** What the header looks like on a response, shown in the reference. */
+  example: string | number
 }
 
 export const headers = {
@@ -14,51 +18,76 @@ export const headers = {
     type: 'string',
     description:
       'Identifies this request in the logs. A well-formed `X-Request-Id` sent by the client (1–128 of `A-Z a-z 0-9 . _ : -`) is echoed; otherwise one is generated.',
+    example: '0b6f2a8e-3c41-4d7a-9f2e-5a1c8e7d9b20',
   },
   rateLimitPolicy: {
     type: 'string',
     description:
       'The request budget of the API key (IETF draft-ietf-httpapi-ratelimit-headers-10), e.g. `"default";q=600;w=60`: quota `q` requests per window of `w` seconds. Absent when rate limiting is off.',
+    example: '"default";q=600;w=60',
   },
   rateLimit: {
     type: 'string',
     description:
       'What is left of the budget (draft-10), e.g. `"default";r=599;t=42`: `r` requests remaining, `t` seconds until the window resets. Absent when rate limiting is off.',
+    example: '"default";r=599;t=42',
   },
   link: {
     type: 'string',
     description:
       'RFC 8288 links. On listPets, `rel="next"` is present when more animals follow and carries the cursor (keeping `limit` and `status`).',
+    example: '</v1/pets?limit=20&cursor=eyJhZnRlciI6MjB9>; rel="next"',
   },
-  location: { type: 'string', description: 'The new animal: `/v1/pets/{id}`.' },
+  location: {
+    type: 'string',
+    description: 'The new animal: `/v1/pets/{id}`.',
+    example: '/v1/pets/42',
+  },
   idempotentReplayed: {
     type: 'string',
     description:
       '`true` when this is the stored answer to an earlier request with the same `Idempotency-Key` (no new animal was made); absent otherwise.',
+    example: 'true',
   },
   wwwAuthenticate: {
     type: 'string',
     description:
       'RFC 6750 challenge: `Bearer realm="petstore"` when no credentials came, with `error="invalid_token"` when a key came and is not valid.',
+    example: 'Bearer realm="petstore"',
   },
-  retryAfter: { type: 'integer', description: 'Seconds until the budget resets (RFC 9110).' },
+  retryAfter: {
+    type: 'integer',
+    description: 'Seconds until the budget resets (RFC 9110).',
+    example: 42,
+  },
   retryAfterInUse: {
     type: 'integer',
     description: 'Seconds to wait before retrying with the same key (RFC 9110): 1.',
+    example: 1,
   },
-  allow: { type: 'string', description: 'The methods the route has.' },
+  retryAfterUnavailable: {
+    type: 'integer',
+    description:
+      'Seconds to wait before retrying (RFC 9110): 1 when the service is overloaded or its database cannot be reached, 10 when the database cannot write (a full or read-only disk).',
+    example: 1,
+  },
+  allow: { type: 'string', description: 'The methods the route has.', example: 'GET, HEAD, POST' },
   deprecation: {
     type: 'string',
     description: 'RFC 9745 structured date of the deprecation, `@<unix seconds>`.',
+    example: '@1795305600',
   },
   sunset: {
     type: 'string',
     description: 'RFC 8594: the removal instant, `Thu, 05 Dec 2030 00:00:00 GMT`.',
+    example: 'Thu, 05 Dec 2030 00:00:00 GMT',
   },
   deprecationLink: {
     type: 'string',
     description:
       'RFC 8288 links: `rel="deprecation"` and `rel="sunset"` to the documentation, `rel="successor-version"` to `/v1/pets`.',
+    example:
+      '</docs#/animals/getPet>; rel="deprecation"; type="text/html", </docs#/animals/getPet>; rel="sunset"; type="text/html", </v1/pets>; rel="successor-version"',
   },
 } satisfies Record<string, HeaderSpec>
 
@@ -88,14 +117,27 @@ export function jsonResponse(
   }
 }
 
-/** An Error response; the description lists the codes this operation can answer with here. */
+/** An example of the Error body with this code, from the catalog, named by its code. */
+export function errorExample(code: ErrorCode) {
+  return { summary: errorCatalog[code].summary, value: errorBody(code, errorCatalog[code].example) }
+}
+
+/**
+ * An Error response; the description lists the codes this operation can answer with here, and
+ * there is an example of each.
+ */
 export function errorResponse(
   codes: ErrorCode[],
   extraHeaders: Record<string, HeaderSpec> = {},
   baseHeaders: Record<string, HeaderSpec> = common,
 ) {
   const lines = codes.map((code) => `\`${code}\`: ${errorCatalog[code].summary}`)
-  return jsonResponse(lines.join(' '), ref(ErrorBodySchema), extraHeaders, baseHeaders)
+  const response = jsonResponse(lines.join(' '), ref(ErrorBodySchema), extraHeaders, baseHeaders)
+  const examples = Object.fromEntries(codes.map((code) => [code, errorExample(code)]))
+  return {
+    ...response,
+    content: { 'application/json': { ...response.content['application/json'], examples } },
+  }
 }
 
 /** The error responses every authenticated operation shares. */
@@ -108,6 +150,9 @@ export function commonErrorResponses(extraHeaders: Record<string, HeaderSpec> = 
     ),
     429: errorResponse(['rate_limited'], { 'Retry-After': headers.retryAfter, ...extraHeaders }),
     500: errorResponse(['internal_error'], extraHeaders),
-    503: errorResponse(['unavailable'], extraHeaders),
+    503: errorResponse(['unavailable'], {
+      'Retry-After': headers.retryAfterUnavailable,
+      ...extraHeaders,
+    }),
   }
 }

@@ -40,21 +40,37 @@ const petFields = {
   status: Type.Optional(ref(PetStatus)),
 }
 
+/** The animals the reference shows (JSON Schema `examples`), rather than ones made up from the rules. */
+const rex = { name: 'Rex', categoryId: 1, status: 'available' } as const
+const whiskers = { name: 'Whiskers', categoryId: 2, status: 'pending' } as const
+
 export const NewPet = Type.Object(petFields, {
   $id: 'NewPet',
   additionalProperties: false,
   description:
     'An animal to add. Exactly these fields: any other field, `id` included, is refused, and the 400 names every one. `status` has no default: when omitted it stays omitted.',
+  examples: [rex],
 })
 
 export const Pet = Type.Object(
   { id: int64Id('Unique identifier, assigned by the service on creation.'), ...petFields },
-  { $id: 'Pet', additionalProperties: false, description: 'An animal.' },
+  {
+    $id: 'Pet',
+    additionalProperties: false,
+    description: 'An animal.',
+    examples: [{ id: 1, ...rex }],
+  },
 )
 
 export const Pets = Type.Array(ref(Pet), {
   $id: 'Pets',
   description: 'A page of animals in ascending `id` order.',
+  examples: [
+    [
+      { id: 1, ...rex },
+      { id: 2, ...whiskers },
+    ],
+  ],
 })
 
 export const ErrorBodySchema = Type.Object(

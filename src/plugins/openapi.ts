@@ -1,9 +1,16 @@
 // The published contract: OpenAPI 3.1 at /v1/openapi.json, generated from the same schemas that
-// validate requests, and an interactive reference at /docs served from local assets (no CDN).
+// validate requests (contract/), and the interactive reference at /docs (plugins/docs-page.ts).
 import swagger from '@fastify/swagger'
-import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
+import {
+  DOCUMENT_CACHE_CONTROL,
+  type FixedBody,
+  fixedBody,
+  sendFixedBody,
+} from '../conditional-get.ts'
+import { referenceComponents } from '../contract/components.ts'
 import { openapiDefinition } from '../contract/openapi.ts'
+import { docsPage } from './docs-page.ts'
 
 export const openapi = fp(async (app) => {
   await app.register(swagger, {
@@ -14,24 +21,26 @@ export const openapi = fp(async (app) => {
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`),
     },
+    // Each header, error example and error response written once, under components.
+    // The document is OpenAPI 3.1 (openapiDefinition), so it is always `openapiObject`.
+    transformObject: (document) =>
+      referenceComponents('openapiObject' in document ? document.openapiObject : {}),
   })
-  await app.register(swaggerUi, {
-    routePrefix: '/docs',
-    // Every asset is local. Unlike swagger-ui's default CSP (`staticCSP: true`), no
-    // `upgrade-insecure-requests`: over plain HTTP on any host but localhost it turned the
-    // assets' URLs into https ones, and the page stayed blank.
-    staticCSP: {
-      'default-src': ["'self'"],
-      'base-uri': ["'self'"],
-      'font-src': ["'self'", 'data:'],
-      'frame-ancestors': ["'self'"],
-      'img-src': ["'self'", 'data:'],
-      'object-src': ["'none'"],
-      'script-src': ["'self'"],
-      'script-src-attr': ["'none'"],
-      'style-src': ["'self'"],
-    },
-    uiConfig: { deepLinking: true, defaultModelsExpandDepth: 1 },
-  })
-  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  // Built on first use: app.swagger() needs every route in. The same bytes and ETag on each
+  // answer, here and at /docs/json.
+  let document: FixedBody | undefined
+  const currentDocument = () => {
+    document ??= fixedBody(JSON.stringify(app.swagger()))
+    return document
+  }
+  app.get('/v1/openapi.json', { schema: { hide: true } }, (request, reply) =>
+    sendFixedBody(
+      request,
+      reply,
+      currentDocument(),
+      'application/json; charset=utf-8',
+      DOCUMENT_CACHE_CONTROL,
+    ),
+  )
+  await app.register(docsPage, { document: currentDocument })
 })

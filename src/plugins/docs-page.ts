@@ -1,0 +1,141 @@
+// The interactive reference at /docs: swagger-ui from local assets (no CDN), under its own CSP,
+// titled as ours. Its files change only with a build, so the page names them with a version
+// (`?v=<hash of what they are made from>`) that browsers may keep for a year, and the page
+// itself and the document are revalidated with their ETags (D17).
+import { createHash } from 'node:crypto'
+import { readdirSync, readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import swaggerUi, { type FastifySwaggerUiOptions } from '@fastify/swagger-ui'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import {
+  DOCUMENT_CACHE_CONTROL,
+  etagsOf,
+  type FixedBody,
+  matchingEtag,
+  sendFixedBody,
+  strongEtag,
+} from '../conditional-get.ts'
+
+export const DOCS_PREFIX = '/docs'
+export const DOCS_TITLE = 'Petstore API reference'
+/** Versioned files are the same bytes for as long as their URL exists (RFC 8246). */
+export const VERSIONED_ASSET_CACHE_CONTROL = 'public, max-age=31536000, immutable'
+/** The page, and files asked for without the current version, are revalidated every time. */
+export const REVALIDATE = 'no-cache'
+
+/** Our icon, in place of swagger-ui's: a "P" on the page's green. */
+const FAVICON = {
+  filename: 'petstore.svg',
+  rel: 'icon',
+  type: 'image/svg+xml',
+  sizes: 'any',
+  content:
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#2f6f4f"/><path d="M11 25V7h6.5a5.5 5.5 0 0 1 0 11H15v7z M15 11v3.5h2.5a1.75 1.75 0 0 0 0-3.5z" fill="#fff" fill-rule="evenodd"/></svg>',
+}
+
+const options = {
+  routePrefix: DOCS_PREFIX,
+  theme: { title: DOCS_TITLE, favicon: [FAVICON] },
+  // Every asset is local. Unlike swagger-ui's default CSP (`staticCSP: true`), no
+  // `upgrade-insecure-requests`: over plain HTTP on any host but localhost it turned the
+  // assets' URLs into https ones, and the page stayed blank. No 'unsafe-inline' either: the
+  // page has no inline script or style (see the layout below).
+  staticCSP: {
+    'default-src': ["'self'"],
+    'base-uri': ["'self'"],
+    'font-src': ["'self'", 'data:'],
+    'frame-ancestors': ["'self'"],
+    'img-src': ["'self'", 'data:'],
+    'object-src': ["'none'"],
+    'script-src': ["'self'"],
+    'script-src-attr': ["'none'"],
+    'style-src': ["'self'"],
+  },
+  uiConfig: {
+    // BaseLayout: the document's own title, the Authorize button and the operations. The
+    // default StandaloneLayout adds a top bar with swagger-ui's logo (an SVG whose <style> our
+    // CSP refuses, a console error), which the plugin then swaps for Fastify's.
+    layout: 'BaseLayout',
+    deepLinking: true,
+    defaultModelsExpandDepth: 1,
+  },
+} satisfies FastifySwaggerUiOptions
+
+/**
+ * What the page's files are made from: swagger-ui's files, its version, and our options (the
+ * page and swagger-initializer.js are generated from them). Any change gives new URLs.
+ */
+function assetVersion(): string {
+  const packageDir = dirname(fileURLToPath(import.meta.resolve('@fastify/swagger-ui')))
+  const hash = createHash('sha256')
+  hash.update(readFileSync(join(packageDir, 'package.json')))
+  hash.update(JSON.stringify(options))
+  const staticDir = join(packageDir, 'static')
+  for (const name of readdirSync(staticDir).sort()) {
+    hash.update(name).update(readFileSync(join(staticDir, name)))
+  }
+  return hash.digest('base64url').slice(0, 16)
+}
+
+type OnSendDone = (err: null, payload: unknown) => void
+
+export const docsPage: FastifyPluginAsync<{ document: () => FixedBody }> = async (
+  app,
+  { document },
+) => {
+  const version = assetVersion()
+  const assetPrefix = `${DOCS_PREFIX}/static/`
+  const pageUrls = new Set([DOCS_PREFIX, `${DOCS_PREFIX}/`])
+
+  await app.register(swaggerUi, {
+    ...options,
+    uiHooks: {
+      // The page loads the document from /docs/json: the bytes and ETag of /v1/openapi.json.
+      onRequest: async (request, reply) => {
+        if (request.routeOptions.url !== `${DOCS_PREFIX}/json`) return
+        return sendFixedBody(
+          request,
+          reply,
+          document(),
+          'application/json; charset=utf-8',
+          DOCUMENT_CACHE_CONTROL,
+        )
+      },
+    },
+  })
+
+  // Hooks of this scope: the /docs routes only, @fastify/static's included.
+  app.addHook('onSend', (request, reply, payload, done: OnSendDone) => {
+    const url = request.routeOptions.url ?? ''
+    if (url.startsWith(assetPrefix) && (reply.statusCode === 200 || reply.statusCode === 304)) {
+      // A 304 says for how long too (RFC 9111 §4.3.4), so both get it.
+      const versioned = new URLSearchParams(request.url.split('?')[1]).get('v') === version
+      reply.header('cache-control', versioned ? VERSIONED_ASSET_CACHE_CONTROL : REVALIDATE)
+    }
+    if (reply.statusCode !== 200) return done(null, payload)
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', REVALIDATE)
+    let body = payload
+    if (pageUrls.has(url) && typeof payload === 'string') {
+      body = payload.replace(/(\/static\/[\w./-]+)"/g, `$1?v=${version}"`)
+    }
+    done(null, withEtag(request, reply, body))
+  })
+}
+
+/**
+ * Generated bodies (the page, swagger-initializer.js) get a strong ETag of their bytes; files
+ * keep @fastify/static's, which it already answers 304 for. A matching If-None-Match: 304.
+ */
+function withEtag(request: FastifyRequest, reply: FastifyReply, body: unknown): unknown {
+  if (typeof body !== 'string' || reply.hasHeader('etag')) return body
+  const etag = strongEtag(body)
+  reply.header('vary', 'accept-encoding')
+  const held = matchingEtag(request.headers['if-none-match'], etagsOf(etag))
+  if (held === undefined) {
+    reply.header('etag', etag)
+    return body
+  }
+  reply.code(304).header('etag', held).removeHeader('content-type')
+  return null
+}

@@ -1,0 +1,312 @@
+// D17: gzip and brotli where the client accepts them, for successful bodies over about 1 KiB;
+// ETags and 304s for the OpenAPI document and the /docs files, and cache headers that let
+// browsers keep the files. Over node:http, which sends exactly the headers given and hands back
+// the bytes as sent (fetch adds Accept-Encoding and decodes by itself).
+import assert from 'node:assert/strict'
+import { request as httpRequest } from 'node:http'
+import { after, before, describe, it } from 'node:test'
+import { brotliDecompressSync, gunzipSync } from 'node:zlib'
+import { COMPRESSION_THRESHOLD_BYTES } from '../../src/plugins/compression.ts'
+import { VERSIONED_ASSET_CACHE_CONTROL } from '../../src/plugins/docs-page.ts'
+import { startServer, type TestServer } from '../helpers/server.ts'
+
+interface Answer {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  /** The bytes on the wire, before any decoding. */
+  body: Buffer
+}
+
+function send(
+  server: TestServer,
+  path: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+  body?: string,
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${server.url}${path}`, { method, headers }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (chunk: Buffer) => chunks.push(chunk))
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+      )
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+function authorized(server: TestServer, headers: Record<string, string> = {}) {
+  return { authorization: `Bearer ${server.key}`, ...headers }
+}
+
+/** The body as the client reads it once it has undone the content coding. */
+function decoded(answer: Answer): string {
+  const coding = answer.headers['content-encoding']
+  if (coding === 'gzip') return gunzipSync(answer.body).toString('utf8')
+  if (coding === 'br') return brotliDecompressSync(answer.body).toString('utf8')
+  assert.equal(coding, undefined, `unexpected content coding ${coding}`)
+  return answer.body.toString('utf8')
+}
+
+describe('compression and caching (D17)', () => {
+  let server: TestServer
+
+  before(async () => {
+    server = await startServer()
+    for (let i = 1; i <= 100; i++) {
+      await server.store.pets.create({
+        name: `Compressible pet number ${i}`,
+        categoryId: i,
+        status: 'available',
+      })
+    }
+  })
+  after(() => server?.close())
+
+  describe('content codings', () => {
+    const LIST_100 = '/v1/pets?limit=100'
+
+    it('a list of 100 goes as it is without Accept-Encoding, or with identity', async () => {
+      const requests: Record<string, string>[] = [{}, { 'accept-encoding': 'identity' }]
+      for (const headers of requests) {
+        const answer = await send(server, LIST_100, authorized(server, headers))
+        assert.equal(answer.status, 200)
+        assert.equal(answer.headers['content-encoding'], undefined)
+        assert.ok(
+          answer.body.length > COMPRESSION_THRESHOLD_BYTES,
+          'the list is over the threshold',
+        )
+        assert.equal((JSON.parse(answer.body.toString('utf8')) as unknown[]).length, 100)
+      }
+    })
+
+    it('is gzip or br as the client asks, with Vary, and decodes to the same bytes', async () => {
+      const plain = await send(server, LIST_100, authorized(server))
+      const cases: [string, string][] = [
+        ['gzip', 'gzip'],
+        ['br', 'br'],
+        ['gzip, deflate, br', 'br'],
+        ['br;q=0.5, gzip', 'gzip'],
+        ['br;q=0, gzip;q=0.1', 'gzip'],
+        ['x-gzip', 'gzip'],
+      ]
+      for (const [acceptEncoding, expected] of cases) {
+        const answer = await send(
+          server,
+          LIST_100,
+          authorized(server, { 'accept-encoding': acceptEncoding }),
+        )
+        assert.equal(answer.status, 200)
+        assert.equal(
+          answer.headers['content-encoding'],
+          expected,
+          `Accept-Encoding: ${acceptEncoding}`,
+        )
+        assert.match(String(answer.headers.vary), /accept-encoding/i)
+        assert.ok(answer.body.length < plain.body.length / 3, `${expected} saves most of the bytes`)
+        assert.equal(decoded(answer), plain.body.toString('utf8'))
+      }
+    })
+
+    it('codings the service does not offer get the body as it is', async () => {
+      const answer = await send(
+        server,
+        LIST_100,
+        authorized(server, { 'accept-encoding': 'deflate' }),
+      )
+      assert.equal(answer.status, 200)
+      assert.equal(answer.headers['content-encoding'], undefined)
+      assert.equal((JSON.parse(answer.body.toString('utf8')) as unknown[]).length, 100)
+    })
+
+    it('a body under the threshold goes as it is', async () => {
+      const answer = await send(
+        server,
+        '/v1/pets?limit=2',
+        authorized(server, { 'accept-encoding': 'gzip, br' }),
+      )
+      assert.equal(answer.status, 200)
+      assert.ok(answer.body.length < COMPRESSION_THRESHOLD_BYTES)
+      assert.equal(answer.headers['content-encoding'], undefined)
+      assert.equal(answer.headers['content-length'], String(answer.body.length))
+    })
+
+    it('an error goes as it is, even over the threshold', async () => {
+      // Every unknown field is named in the message (D6), which takes it over 1 KiB.
+      const unknown = Object.fromEntries(
+        Array.from({ length: 60 }, (_, i) => [`an_unknown_field_number_${i}`, i]),
+      )
+      const answer = await send(
+        server,
+        '/v1/pets',
+        authorized(server, { 'accept-encoding': 'gzip, br', 'content-type': 'application/json' }),
+        'POST',
+        JSON.stringify({ name: 'Rex', categoryId: 1, ...unknown }),
+      )
+      assert.equal(answer.status, 400)
+      assert.ok(answer.body.length > COMPRESSION_THRESHOLD_BYTES, `${answer.body.length} bytes`)
+      assert.equal(answer.headers['content-encoding'], undefined)
+      assert.equal(JSON.parse(answer.body.toString('utf8')).code, 'invalid_request')
+    })
+
+    it('HEAD gets the headers of the body as it is, and no body', async () => {
+      const plain = await send(server, LIST_100, authorized(server))
+      const answer = await send(
+        server,
+        LIST_100,
+        authorized(server, { 'accept-encoding': 'gzip, br' }),
+        'HEAD',
+      )
+      assert.equal(answer.status, 200)
+      assert.equal(answer.headers['content-encoding'], undefined)
+      assert.equal(answer.headers['content-length'], String(plain.body.length))
+      assert.equal(answer.body.length, 0)
+    })
+
+    it('a replayed create is byte-identical to the first answer, whatever the coding', async () => {
+      for (const acceptEncoding of ['gzip, br', 'identity']) {
+        const headers = authorized(server, {
+          'accept-encoding': acceptEncoding,
+          'content-type': 'application/json',
+          'idempotency-key': `compression-${acceptEncoding.replace(/\W+/g, '-')}`,
+        })
+        const newPet = JSON.stringify({ name: 'R'.repeat(200), categoryId: 7 })
+        const first = await send(server, '/v1/pets', headers, 'POST', newPet)
+        const replay = await send(server, '/v1/pets', headers, 'POST', newPet)
+        assert.equal(first.status, 201)
+        assert.equal(replay.status, 201)
+        assert.equal(replay.headers['idempotent-replayed'], 'true')
+        assert.equal(replay.headers['content-encoding'], first.headers['content-encoding'])
+        assert.deepEqual(replay.body, first.body)
+      }
+    })
+  })
+
+  describe('the OpenAPI document', () => {
+    it('has a strong ETag and no-cache, and a matching If-None-Match gets a 304 without a body', async () => {
+      const first = await send(server, '/v1/openapi.json')
+      assert.equal(first.status, 200)
+      const etag = String(first.headers.etag)
+      assert.match(etag, /^"[\w-]+"$/, 'a strong ETag')
+      assert.equal(first.headers['cache-control'], 'no-cache')
+
+      const again = await send(server, '/v1/openapi.json')
+      assert.equal(again.headers.etag, etag, 'the same document has the same tag')
+
+      for (const ifNoneMatch of [etag, `W/${etag}`, `"other", ${etag}`, '*']) {
+        const cached = await send(server, '/v1/openapi.json', { 'if-none-match': ifNoneMatch })
+        assert.equal(cached.status, 304, `If-None-Match: ${ifNoneMatch}`)
+        assert.equal(cached.body.length, 0)
+        assert.equal(cached.headers.etag, etag)
+        assert.equal(cached.headers['cache-control'], 'no-cache')
+        assert.equal(cached.headers['content-encoding'], undefined)
+      }
+      const stale = await send(server, '/v1/openapi.json', { 'if-none-match': '"stale"' })
+      assert.equal(stale.status, 200)
+      assert.deepEqual(stale.body, first.body)
+    })
+
+    it('compressed, its ETag names the coding, and that tag gets a 304 too', async () => {
+      const plain = await send(server, '/v1/openapi.json')
+      for (const coding of ['gzip', 'br']) {
+        const answer = await send(server, '/v1/openapi.json', { 'accept-encoding': coding })
+        assert.equal(answer.headers['content-encoding'], coding)
+        assert.equal(answer.headers.etag, `${String(plain.headers.etag).slice(0, -1)}-${coding}"`)
+        assert.equal(decoded(answer), plain.body.toString('utf8'))
+        const cached = await send(server, '/v1/openapi.json', {
+          'accept-encoding': coding,
+          'if-none-match': String(answer.headers.etag),
+        })
+        assert.equal(cached.status, 304)
+        assert.equal(cached.body.length, 0)
+        assert.equal(cached.headers.etag, answer.headers.etag)
+      }
+    })
+
+    it('/docs/json is the same document with the same tag', async () => {
+      const served = await send(server, '/v1/openapi.json')
+      const page = await send(server, '/docs/json')
+      assert.equal(page.headers.etag, served.headers.etag)
+      assert.deepEqual(page.body, served.body)
+      const cached = await send(server, '/docs/json', {
+        'if-none-match': String(served.headers.etag),
+      })
+      assert.equal(cached.status, 304)
+    })
+  })
+
+  describe('the /docs page', () => {
+    async function assetUrls(): Promise<string[]> {
+      const page = await send(server, '/docs')
+      assert.equal(page.status, 200)
+      const html = page.body.toString('utf8')
+      return [...html.matchAll(/(?:src|href)="([^"]*\/static\/[^"]+)"/g)].map(
+        ([, url]) => url ?? '',
+      )
+    }
+
+    it('names its files with a version, which browsers may keep for a year', async () => {
+      const urls = await assetUrls()
+      assert.ok(
+        urls.some((url) => url.includes('swagger-ui-bundle.js')),
+        urls.join(', '),
+      )
+      for (const url of urls) {
+        assert.match(url, /\?v=[\w-]+$/, `${url} has no version`)
+        const answer = await send(server, url, { 'accept-encoding': 'gzip, br' })
+        assert.equal(answer.status, 200, url)
+        assert.equal(answer.headers['cache-control'], VERSIONED_ASSET_CACHE_CONTROL, url)
+        assert.ok(answer.headers.etag, `${url} has no ETag`)
+      }
+    })
+
+    it('a file asked for without the current version is revalidated', async () => {
+      for (const url of [
+        '/docs/static/swagger-ui-bundle.js',
+        '/docs/static/swagger-ui.css?v=old',
+      ]) {
+        const answer = await send(server, url)
+        assert.equal(answer.status, 200)
+        assert.equal(answer.headers['cache-control'], 'no-cache')
+      }
+    })
+
+    it('the large files go compressed, and a matching If-None-Match gets a 304', async () => {
+      const bundle = (await assetUrls()).find((url) => url.includes('swagger-ui-bundle.js')) ?? ''
+      const plain = await send(server, bundle)
+      const answer = await send(server, bundle, { 'accept-encoding': 'br' })
+      assert.equal(answer.headers['content-encoding'], 'br')
+      assert.ok(answer.body.length < plain.body.length / 3)
+      assert.deepEqual(brotliDecompressSync(answer.body), plain.body)
+      const cached = await send(server, bundle, {
+        'accept-encoding': 'br',
+        'if-none-match': String(answer.headers.etag),
+      })
+      assert.equal(cached.status, 304)
+      assert.equal(cached.body.length, 0)
+      assert.equal(cached.headers['cache-control'], VERSIONED_ASSET_CACHE_CONTROL)
+    })
+
+    it('a file that does not exist is a 404 that no one keeps', async () => {
+      const [versioned] = await assetUrls()
+      const missing = (versioned ?? '').replace(/\/static\/[^?]+/, '/static/no-such-file.js')
+      const answer = await send(server, missing)
+      assert.equal(answer.status, 404)
+      assert.notEqual(answer.headers['cache-control'], VERSIONED_ASSET_CACHE_CONTROL)
+      assert.equal(JSON.parse(answer.body.toString('utf8')).code, 'not_found')
+    })
+
+    it('the page itself is revalidated with its ETag', async () => {
+      const page = await send(server, '/docs')
+      assert.equal(page.headers['cache-control'], 'no-cache')
+      const etag = String(page.headers.etag)
+      assert.match(etag, /^"[\w-]+"$/)
+      const cached = await send(server, '/docs', { 'if-none-match': etag })
+      assert.equal(cached.status, 304)
+      assert.equal(cached.body.length, 0)
+    })
+  })
+})
