@@ -12,7 +12,13 @@ export const BIN = fileURLToPath(new URL('../../bin/petstore.js', import.meta.ur
  */
 export function inheritedEnv(): Record<string, string> {
   const cache = process.env.NODE_COMPILE_CACHE
-  return { PATH: process.env.PATH ?? '', ...(cache ? { NODE_COMPILE_CACHE: cache } : {}) }
+  return {
+    PATH: process.env.PATH ?? '',
+    ...(cache ? { NODE_COMPILE_CACHE: cache } : {}),
+    // Load shedding (D16) is off unless a test asks: test runs share the cores, and a service
+    // that sheds because the machine is busy with other test files fails tests not about it.
+    PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '0',
+  }
 }
 
 export interface CommandResult {
@@ -59,14 +65,11 @@ export async function startService(
 ): Promise<ServiceProcess> {
   const child = spawn(process.execPath, [BIN, 'serve', ...args], {
     // Metrics (D17) are off unless a test asks: parallel services would share port 9464.
-    // Load shedding (D16) too: test runs share the cores, and a service that sheds because the
-    // machine is busy with other test files fails tests that are not about shedding.
     env: {
       ...inheritedEnv(),
       PORT: '0',
       HOST: '127.0.0.1',
       METRICS_PORT: 'off',
-      PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '0',
       ...env,
       LOG_LEVEL: 'info',
     },
