@@ -3,8 +3,8 @@
 // still served; a threshold of 0 never sheds.
 //
 // The loop is held behind deterministically: this process, which also runs the server, spins
-// for 100 ms in every loop iteration, so every delay sample is ~90 ms, far past the 20 ms
-// threshold the server is given (sampled every 40 ms). Nothing here asserts how long anything
+// for 100 ms in every loop iteration, so every delay sample is ~90 ms, far past the 50 ms
+// threshold the server is given (sampled every 100 ms). Nothing here asserts how long anything
 // took.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
@@ -59,7 +59,7 @@ describe('load shedding while the event loop is behind (D16)', () => {
   before(async () => {
     server = await startServer({
       // An episode ends for the log after 200 ms without shedding, not 5 s, so nothing waits.
-      loadShedding: { maxEventLoopDelayMs: 20, quietMs: 200 },
+      loadShedding: { maxEventLoopDelayMs: 50, quietMs: 200 },
       logger: { level: 'info', stream: log.stream },
       metrics: true,
     })
@@ -112,20 +112,27 @@ describe('load shedding while the event loop is behind (D16)', () => {
   })
 
   test('the log says once that shedding began, and once how many it shed when it ended', async () => {
-    let ended: LogLine | undefined
-    for (let attempt = 0; attempt < 100 && ended === undefined; attempt++) {
-      ended = log.lines().find((line) => ENDED_MESSAGE.test(line.msg ?? ''))
-      if (ended === undefined) await new Promise((resolve) => setTimeout(resolve, 100))
+    let lines: LogLine[] = []
+    let endedAt = -1
+    for (let attempt = 0; attempt < 100 && endedAt === -1; attempt++) {
+      lines = log.lines()
+      endedAt = lines.findIndex((line) => ENDED_MESSAGE.test(line.msg ?? ''))
+      if (endedAt === -1) await new Promise((resolve) => setTimeout(resolve, 100))
     }
-    const began = log.lines().filter((line) => SHED_MESSAGE.test(line.msg ?? ''))
+    const ended = lines[endedAt]
+    assert.ok(ended, 'a line when shedding ended')
+    // The episode the test caused: up to its end. (A machine busy with other test files may
+    // delay this process's loop again later, which is another episode with lines of its own.)
+    const episode = lines.slice(0, endedAt + 1)
+    const began = episode.filter((line) => SHED_MESSAGE.test(line.msg ?? ''))
     assert.equal(began.length, 1, 'one line however many requests were shed')
     assert.equal(began[0]?.level, WARN)
-    assert.equal(began[0]?.maxEventLoopDelayMs, 20)
+    assert.equal(began[0]?.maxEventLoopDelayMs, 50)
     // The delay that started it; null when the loop did not even turn twice in a sample.
     const delay = began[0]?.eventLoopDelayMs
-    assert.ok(delay === null || Number(delay) > 20, `eventLoopDelayMs ${delay}`)
-    assert.ok(ended, 'a line when shedding ended')
-    assert.equal(ended.shedRequests, server.app.loadShedding.shed)
+    assert.ok(delay === null || Number(delay) > 50, `eventLoopDelayMs ${delay}`)
+    // Every request the test had shed, at least (the first test counted them).
+    assert.ok(Number(ended.shedRequests) >= 3, `shedRequests ${ended.shedRequests}`)
     // No request was logged as an error (no stack per shed request).
     assert.deepEqual(
       log.lines().filter((line) => line.level > WARN),
