@@ -1,9 +1,10 @@
 // npm run bench: our service against the platform's ceiling, side by side in one run.
 //
 // Starts the ceiling (scripts/bench/ceiling.ts: raw node:http, precomputed bodies identical in
-// bytes to ours) and the service as an operator runs it (bin/petstore.js serve) on a SQLite file
+// bytes to ours), the database limit (scripts/bench/db-limit.ts: raw node:http running our SQL
+// on the same file for each read, bodies identical in bytes to ours) and the service as an operator runs it (bin/petstore.js serve) on a SQLite file
 // seeded with 1,000,000 pets, then measures each operation at 10 and 50 keep-alive connections,
-// alternating ceiling and service round by round so that drift hits both. Servers run on one
+// alternating the references and the service round by round so that drift hits all of them. Servers run on one
 // core, the load generator (this process) on the other. Figures are medians over the rounds;
 // ratios are medians of the per-round ratios. Writes docs/benchmarks.md (the generated section)
 // and docs/benchmarks.json.
@@ -213,13 +214,25 @@ function startService(name: string, dbPath: string): Promise<ServerProcess> {
   )
 }
 
-async function fetchBody(url: string, request: Request): Promise<{ status: number; body: string }> {
+async function fetchAnswer(
+  url: string,
+  request: Request,
+): Promise<{ status: number; body: string; link: string | null }> {
   const response = await fetch(url + request.path, {
     method: request.method,
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     ...(request.body === undefined ? {} : { body: request.body }),
   })
-  return { status: response.status, body: await response.text() }
+  return {
+    status: response.status,
+    body: await response.text(),
+    link: response.headers.get('link'),
+  }
+}
+
+async function fetchBody(url: string, request: Request): Promise<{ status: number; body: string }> {
+  const { status, body } = await fetchAnswer(url, request)
+  return { status, body }
 }
 
 /** Starts the ceiling with our service's own bodies, and checks that they are identical. */
@@ -246,6 +259,35 @@ async function startCeiling(service: ServerProcess): Promise<ServerProcess> {
     if (theirs !== ours) throw new Error(`the ceiling's body for ${request.path} differs from ours`)
   }
   return ceiling
+}
+
+/** Read operations also measured against the database limit: every read. */
+const DB_LIMIT_SCENARIOS = ['list20', 'list100', 'status', 'deep', 'get']
+
+/**
+ * Starts the database limit on the service's own file, and checks that its bodies are the
+ * service's and, on listPets, its Link header too (getPet's Link is the service's deprecation
+ * notice, D7, which the limit does not send).
+ */
+async function startDbLimit(service: ServerProcess, dbPath: string): Promise<ServerProcess> {
+  const dbLimit = await startServer(
+    'db limit',
+    [join(ROOT, 'scripts/bench/db-limit.ts'), dbPath],
+    { BENCH_AUTHORIZATION: `Bearer ${key}` },
+    '/',
+  )
+  for (const { id, request } of scenarios) {
+    if (!DB_LIMIT_SCENARIOS.includes(id)) continue
+    const ours = await fetchAnswer(service.url, request)
+    const theirs = await fetchAnswer(dbLimit.url, request)
+    if (theirs.status !== 200 || theirs.body !== ours.body) {
+      throw new Error(`the database limit's body for ${request.path} differs from ours`)
+    }
+    if (request.path.startsWith('/v1/pets?') && theirs.link !== ours.link) {
+      throw new Error(`the database limit's Link for ${request.path} differs from ours`)
+    }
+  }
+  return dbLimit
 }
 
 /** The service's app without its database (floor.ts), checked to answer as the service does. */
@@ -277,8 +319,17 @@ function pair(
   connections: number,
   service: ServerProcess,
   baseline: ServerProcess,
+  dbLimit?: ServerProcess,
 ): Promise<Omit<PairResult, 'scenario' | 'label'>> {
-  return pairRounds({ ...settings, key, log }, label, request, connections, service, baseline)
+  return pairRounds(
+    { ...settings, key, log },
+    label,
+    request,
+    connections,
+    service,
+    baseline,
+    dbLimit,
+  )
 }
 
 // --- main ------------------------------------------------------------------------------------------
@@ -324,6 +375,8 @@ async function benchSqlite(): Promise<void> {
     servers.push(service)
     const ceiling = await startCeiling(service)
     servers.push(ceiling)
+    const dbLimit = await startDbLimit(service, bigDb)
+    servers.push(dbLimit)
     const small = await startService('service-1k', smallDb)
     servers.push(small)
     const floor = await startFloor(service)
@@ -346,7 +399,15 @@ async function benchSqlite(): Promise<void> {
       }
       log(`${scenario.label}`)
       for (const connections of settings.connections) {
-        const result = await pair(scenario.id, scenario.request, connections, service, ceiling)
+        const reads = DB_LIMIT_SCENARIOS.includes(scenario.id) ? dbLimit : undefined
+        const result = await pair(
+          scenario.id,
+          scenario.request,
+          connections,
+          service,
+          ceiling,
+          reads,
+        )
         pairs.push({ scenario: scenario.id, label: scenario.label, ...result })
       }
     }
