@@ -261,8 +261,10 @@ async function startCeiling(service: ServerProcess): Promise<ServerProcess> {
   return ceiling
 }
 
-/** Read operations also measured against the database limit: every read. */
-const DB_LIMIT_SCENARIOS = ['list20', 'list100', 'status', 'deep', 'get']
+/** The reads, whose answers the database limit gives too (checked identical on every run). */
+const DB_LIMIT_READS = ['list20', 'list100', 'status', 'deep', 'get']
+/** Reads also measured against the database limit (fewer when quick: CI's run stays < 1 min). */
+const DB_LIMIT_SCENARIOS = quick ? ['list20', 'get'] : DB_LIMIT_READS
 
 /**
  * Starts the database limit on the service's own file, and checks that its bodies are the
@@ -277,7 +279,7 @@ async function startDbLimit(service: ServerProcess, dbPath: string): Promise<Ser
     '/',
   )
   for (const { id, request } of scenarios) {
-    if (!DB_LIMIT_SCENARIOS.includes(id)) continue
+    if (!DB_LIMIT_READS.includes(id)) continue
     const ours = await fetchAnswer(service.url, request)
     const theirs = await fetchAnswer(dbLimit.url, request)
     if (theirs.status !== 200 || theirs.body !== ours.body) {
