@@ -7,7 +7,8 @@
 // query well-formed, no security headers, no logging, no metrics. Its bodies and Link headers
 // are the service's, byte for byte (the harness checks them).
 //
-//   node scripts/bench/db-limit.ts <sqlite file>   (PORT and BENCH_AUTHORIZATION in the environment)
+//   node scripts/bench/db-limit.ts <sqlite file>
+// with PORT and BENCH_AUTHORIZATION (the whole Authorization header expected) in the environment.
 import { createServer, type ServerResponse } from 'node:http'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { LIST_LIMIT } from '../../src/contract/limits.ts'

@@ -148,15 +148,26 @@ export function renderMarkdown(report: BenchReport): string {
     /** "service (db limit / ceiling)", a dash where the database limit was not measured. */
     const three = (pick: (f: RunFigures) => number, format: (n: number) => string) =>
       `${format(pick(p.service))} (${db ? format(pick(db)) : '–'} / ${format(pick(p.baseline))})`
-    lines.push(
-      `| ${p.label} | ${p.connections} | ${int(p.service.rps)} | ${db ? int(db.rps) : '–'} | ${int(p.baseline.rps)} | ${p.dbLimitRatio ? `**${x(p.dbLimitRatio.rps)}**` : '–'} | **${x(p.ratio.rps)}** | ${three((f) => f.p50, ms)} | ${three((f) => f.p99, ms)} | ${three(
+    const cells = [
+      p.label,
+      p.connections,
+      int(p.service.rps),
+      db ? int(db.rps) : '–',
+      int(p.baseline.rps),
+      p.dbLimitRatio ? `**${x(p.dbLimitRatio.rps)}**` : '–',
+      `**${x(p.ratio.rps)}**`,
+      three((f) => f.p50, ms),
+      three((f) => f.p99, ms),
+      three(
         (f) => f.rssMb,
         (n) => n.toFixed(0),
-      )} | ${three(
+      ),
+      three(
         (f) => f.cpuUsPerRequest,
         (n) => n.toFixed(1),
-      )} |`,
-    )
+      ),
+    ]
+    lines.push(`| ${cells.join(' | ')} |`)
   }
   const t = report.tableSize
   if (t) {

@@ -1,12 +1,13 @@
-// npm run bench: our service against the platform's ceiling, side by side in one run.
+// npm run bench: our service against two references, side by side in one run.
 //
 // Starts the ceiling (scripts/bench/ceiling.ts: raw node:http, precomputed bodies identical in
 // bytes to ours), the database limit (scripts/bench/db-limit.ts: raw node:http running our SQL
-// on the same file for each read, bodies identical in bytes to ours) and the service as an operator runs it (bin/petstore.js serve) on a SQLite file
-// seeded with 1,000,000 pets, then measures each operation at 10 and 50 keep-alive connections,
-// alternating the references and the service round by round so that drift hits all of them. Servers run on one
-// core, the load generator (this process) on the other. Figures are medians over the rounds;
-// ratios are medians of the per-round ratios. Writes docs/benchmarks.md (the generated section)
+// on the same file for each read, bodies identical in bytes to ours) and the service as an
+// operator runs it (bin/petstore.js serve) on a SQLite file seeded with 1,000,000 pets, then
+// measures each operation at 10 and 50 keep-alive connections, alternating the references and
+// the service round by round so that drift hits all of them. Servers run on one core, the load
+// generator (this process) on the other. Figures are medians over the rounds; ratios are
+// medians of the per-round ratios. Writes docs/benchmarks.md (the generated section)
 // and docs/benchmarks.json.
 //
 //   npm run bench                      the full run (many minutes)
@@ -230,17 +231,12 @@ async function fetchAnswer(
   }
 }
 
-async function fetchBody(url: string, request: Request): Promise<{ status: number; body: string }> {
-  const { status, body } = await fetchAnswer(url, request)
-  return { status, body }
-}
-
 /** Starts the ceiling with our service's own bodies, and checks that they are identical. */
 async function startCeiling(service: ServerProcess): Promise<ServerProcess> {
   const get: Record<string, string> = {}
   let post = ''
   for (const { request } of scenarios) {
-    const { status, body } = await fetchBody(service.url, request)
+    const { status, body } = await fetchAnswer(service.url, request)
     if (status >= 300) throw new Error(`${request.method} ${request.path}: ${status} ${body}`)
     if (request.method === 'GET') get[request.path] = body
     else post = body
@@ -255,7 +251,7 @@ async function startCeiling(service: ServerProcess): Promise<ServerProcess> {
   )
   for (const { request } of scenarios) {
     const ours = request.method === 'GET' ? get[request.path] : post
-    const theirs = (await fetchBody(ceiling.url, request)).body
+    const theirs = (await fetchAnswer(ceiling.url, request)).body
     if (theirs !== ours) throw new Error(`the ceiling's body for ${request.path} differs from ours`)
   }
   return ceiling
@@ -302,8 +298,8 @@ async function startFloor(service: ServerProcess): Promise<ServerProcess> {
   )
   for (const { id, request } of scenarios) {
     if (!FLOOR_SCENARIOS.includes(id)) continue
-    const ours = await fetchBody(service.url, request)
-    const theirs = await fetchBody(floor.url, request)
+    const ours = await fetchAnswer(service.url, request)
+    const theirs = await fetchAnswer(floor.url, request)
     if (theirs.body !== ours.body) throw new Error(`the floor's body for ${request.path} differs`)
   }
   return floor
