@@ -1,5 +1,6 @@
 // Alternating rounds of one server against a baseline, and their medians: shared by the SQLite
-// run (service against the ceiling) and the PostgreSQL run (through PgBouncer against direct).
+// run (service against the ceiling, and on reads the database limit too) and the PostgreSQL run
+// (through PgBouncer against direct).
 import { measure, type Request, type RunFigures, warmUp } from './load.ts'
 import type { ServerProcess } from './processes.ts'
 import type { PairResult, Round } from './report.ts'
@@ -28,9 +29,10 @@ function medianFigures(runs: RunFigures[]): RunFigures {
   }
 }
 
-function medianRatios(rounds: Round[]): RunFigures {
+/** Medians of the per-round ratios service ÷ the reference `of` picks from the round. */
+function medianRatios(rounds: Round[], of: (round: Round) => RunFigures): RunFigures {
   const ratio = (pick: (f: RunFigures) => number) =>
-    median(rounds.map((r) => pick(r.service) / pick(r.baseline)))
+    median(rounds.map((r) => pick(r.service) / pick(of(r))))
   return {
     rps: ratio((f) => f.rps),
     p50: ratio((f) => f.p50),
@@ -40,7 +42,10 @@ function medianRatios(rounds: Round[]): RunFigures {
   }
 }
 
-/** Rounds of service against a baseline (the ceiling, or the service on another table). */
+/**
+ * Rounds of service against a baseline (the ceiling, or the service on another table) and, when
+ * given, a second reference (the database limit) measured in the same rounds.
+ */
 export async function pair(
   settings: RoundSettings & { key: string; log: (line: string) => void },
   label: string,
@@ -48,6 +53,7 @@ export async function pair(
   connections: number,
   service: ServerProcess,
   baseline: ServerProcess,
+  dbLimit?: ServerProcess,
 ): Promise<Omit<PairResult, 'scenario' | 'label'>> {
   const { key, log } = settings
   const run = (server: ServerProcess, seconds: number) =>
@@ -56,32 +62,52 @@ export async function pair(
     { url: baseline.url, pid: baseline.pid, key, request, connections },
     settings.warmupSeconds,
   )
+  if (dbLimit !== undefined) {
+    await warmUp(
+      { url: dbLimit.url, pid: dbLimit.pid, key, request, connections },
+      settings.warmupSeconds,
+    )
+  }
   await warmUp(
     { url: service.url, pid: service.pid, key, request, connections },
     settings.warmupSeconds,
   )
   const rounds: Round[] = []
   for (let i = 0; i < settings.rounds; i++) {
-    // ABBA: the order flips each round, so neither side always runs second.
-    let baselineRun: RunFigures
-    let serviceRun: RunFigures
-    if (i % 2 === 0) {
-      baselineRun = await run(baseline, settings.seconds)
-      serviceRun = await run(service, settings.seconds)
-    } else {
-      serviceRun = await run(service, settings.seconds)
-      baselineRun = await run(baseline, settings.seconds)
+    // ABBA: the order flips each round, so the service runs first and last in turn and neither
+    // reference always runs before it. The database limit, when measured, runs in the middle.
+    const order: [keyof Round, ServerProcess | undefined][] = [
+      ['baseline', baseline],
+      ['dbLimit', dbLimit],
+      ['service', service],
+    ]
+    if (i % 2 === 1) order.reverse()
+    const figures: Partial<Round> = {}
+    for (const [role, server] of order) {
+      if (server !== undefined) figures[role] = await run(server, settings.seconds)
     }
-    rounds.push({ service: serviceRun, baseline: baselineRun })
+    const { service: serviceRun, baseline: baselineRun } = figures as Round
+    rounds.push(figures as Round)
+    const versus = (server: ServerProcess, figure: RunFigures) =>
+      `${server.name} ${Math.round(figure.rps)} req/s (${(serviceRun.rps / figure.rps).toFixed(2)}×)`
+    const references = [versus(baseline, baselineRun)]
+    if (dbLimit !== undefined && figures.dbLimit !== undefined) {
+      references.push(versus(dbLimit, figures.dbLimit))
+    }
     log(
-      `  ${label} c=${connections} round ${i + 1}: ${baseline.name} ${Math.round(baselineRun.rps)} req/s, ${service.name} ${Math.round(serviceRun.rps)} req/s (${(serviceRun.rps / baselineRun.rps).toFixed(2)}×), p99 ${serviceRun.p99.toFixed(2)} ms, RSS ${serviceRun.rssMb.toFixed(0)} MB`,
+      `  ${label} c=${connections} round ${i + 1}: ${service.name} ${Math.round(serviceRun.rps)} req/s, ${references.join(', ')}, p99 ${serviceRun.p99.toFixed(2)} ms, RSS ${serviceRun.rssMb.toFixed(0)} MB`,
     )
   }
-  return {
+  const result: Omit<PairResult, 'scenario' | 'label'> = {
     connections,
     rounds,
     service: medianFigures(rounds.map((r) => r.service)),
     baseline: medianFigures(rounds.map((r) => r.baseline)),
-    ratio: medianRatios(rounds),
+    ratio: medianRatios(rounds, (r) => r.baseline),
   }
+  if (dbLimit !== undefined) {
+    result.dbLimit = medianFigures(rounds.map((r) => r.dbLimit as RunFigures))
+    result.dbLimitRatio = medianRatios(rounds, (r) => r.dbLimit as RunFigures)
+  }
+  return result
 }

@@ -1,11 +1,13 @@
-// npm run bench: our service against the platform's ceiling, side by side in one run.
+// npm run bench: our service against two references, side by side in one run.
 //
 // Starts the ceiling (scripts/bench/ceiling.ts: raw node:http, precomputed bodies identical in
-// bytes to ours) and the service as an operator runs it (bin/petstore.js serve) on a SQLite file
-// seeded with 1,000,000 pets, then measures each operation at 10 and 50 keep-alive connections,
-// alternating ceiling and service round by round so that drift hits both. Servers run on one
-// core, the load generator (this process) on the other. Figures are medians over the rounds;
-// ratios are medians of the per-round ratios. Writes docs/benchmarks.md (the generated section)
+// bytes to ours), the database limit (scripts/bench/db-limit.ts: raw node:http running our SQL
+// on the same file for each read, bodies identical in bytes to ours) and the service as an
+// operator runs it (bin/petstore.js serve) on a SQLite file seeded with 1,000,000 pets, then
+// measures each operation at 10 and 50 keep-alive connections, alternating the references and
+// the service round by round so that drift hits all of them. Servers run on one core, the load
+// generator (this process) on the other. Figures are medians over the rounds; ratios are
+// medians of the per-round ratios. Writes docs/benchmarks.md (the generated section)
 // and docs/benchmarks.json.
 //
 //   npm run bench                      the full run (many minutes)
@@ -213,13 +215,20 @@ function startService(name: string, dbPath: string): Promise<ServerProcess> {
   )
 }
 
-async function fetchBody(url: string, request: Request): Promise<{ status: number; body: string }> {
+async function fetchAnswer(
+  url: string,
+  request: Request,
+): Promise<{ status: number; body: string; link: string | null }> {
   const response = await fetch(url + request.path, {
     method: request.method,
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     ...(request.body === undefined ? {} : { body: request.body }),
   })
-  return { status: response.status, body: await response.text() }
+  return {
+    status: response.status,
+    body: await response.text(),
+    link: response.headers.get('link'),
+  }
 }
 
 /** Starts the ceiling with our service's own bodies, and checks that they are identical. */
@@ -227,7 +236,7 @@ async function startCeiling(service: ServerProcess): Promise<ServerProcess> {
   const get: Record<string, string> = {}
   let post = ''
   for (const { request } of scenarios) {
-    const { status, body } = await fetchBody(service.url, request)
+    const { status, body } = await fetchAnswer(service.url, request)
     if (status >= 300) throw new Error(`${request.method} ${request.path}: ${status} ${body}`)
     if (request.method === 'GET') get[request.path] = body
     else post = body
@@ -242,10 +251,41 @@ async function startCeiling(service: ServerProcess): Promise<ServerProcess> {
   )
   for (const { request } of scenarios) {
     const ours = request.method === 'GET' ? get[request.path] : post
-    const theirs = (await fetchBody(ceiling.url, request)).body
+    const theirs = (await fetchAnswer(ceiling.url, request)).body
     if (theirs !== ours) throw new Error(`the ceiling's body for ${request.path} differs from ours`)
   }
   return ceiling
+}
+
+/** The reads, whose answers the database limit gives too (checked identical on every run). */
+const DB_LIMIT_READS = ['list20', 'list100', 'status', 'deep', 'get']
+/** Reads also measured against the database limit (fewer when quick: CI's run stays < 1 min). */
+const DB_LIMIT_SCENARIOS = quick ? ['list20', 'get'] : DB_LIMIT_READS
+
+/**
+ * Starts the database limit on the service's own file, and checks that its bodies are the
+ * service's and, on listPets, its Link header too (getPet's Link is the service's deprecation
+ * notice, D7, which the limit does not send).
+ */
+async function startDbLimit(service: ServerProcess, dbPath: string): Promise<ServerProcess> {
+  const dbLimit = await startServer(
+    'db limit',
+    [join(ROOT, 'scripts/bench/db-limit.ts'), dbPath],
+    { BENCH_AUTHORIZATION: `Bearer ${key}` },
+    '/',
+  )
+  for (const { id, request } of scenarios) {
+    if (!DB_LIMIT_READS.includes(id)) continue
+    const ours = await fetchAnswer(service.url, request)
+    const theirs = await fetchAnswer(dbLimit.url, request)
+    if (theirs.status !== 200 || theirs.body !== ours.body) {
+      throw new Error(`the database limit's body for ${request.path} differs from ours`)
+    }
+    if (request.path.startsWith('/v1/pets?') && theirs.link !== ours.link) {
+      throw new Error(`the database limit's Link for ${request.path} differs from ours`)
+    }
+  }
+  return dbLimit
 }
 
 /** The service's app without its database (floor.ts), checked to answer as the service does. */
@@ -258,8 +298,8 @@ async function startFloor(service: ServerProcess): Promise<ServerProcess> {
   )
   for (const { id, request } of scenarios) {
     if (!FLOOR_SCENARIOS.includes(id)) continue
-    const ours = await fetchBody(service.url, request)
-    const theirs = await fetchBody(floor.url, request)
+    const ours = await fetchAnswer(service.url, request)
+    const theirs = await fetchAnswer(floor.url, request)
     if (theirs.body !== ours.body) throw new Error(`the floor's body for ${request.path} differs`)
   }
   return floor
@@ -277,8 +317,17 @@ function pair(
   connections: number,
   service: ServerProcess,
   baseline: ServerProcess,
+  dbLimit?: ServerProcess,
 ): Promise<Omit<PairResult, 'scenario' | 'label'>> {
-  return pairRounds({ ...settings, key, log }, label, request, connections, service, baseline)
+  return pairRounds(
+    { ...settings, key, log },
+    label,
+    request,
+    connections,
+    service,
+    baseline,
+    dbLimit,
+  )
 }
 
 // --- main ------------------------------------------------------------------------------------------
@@ -324,6 +373,8 @@ async function benchSqlite(): Promise<void> {
     servers.push(service)
     const ceiling = await startCeiling(service)
     servers.push(ceiling)
+    const dbLimit = await startDbLimit(service, bigDb)
+    servers.push(dbLimit)
     const small = await startService('service-1k', smallDb)
     servers.push(small)
     const floor = await startFloor(service)
@@ -346,7 +397,15 @@ async function benchSqlite(): Promise<void> {
       }
       log(`${scenario.label}`)
       for (const connections of settings.connections) {
-        const result = await pair(scenario.id, scenario.request, connections, service, ceiling)
+        const reads = DB_LIMIT_SCENARIOS.includes(scenario.id) ? dbLimit : undefined
+        const result = await pair(
+          scenario.id,
+          scenario.request,
+          connections,
+          service,
+          ceiling,
+          reads,
+        )
         pairs.push({ scenario: scenario.id, label: scenario.label, ...result })
       }
     }
