@@ -16,6 +16,7 @@ import {
   sendFixedBody,
   strongEtag,
 } from '../conditional-get.ts'
+import { htmlSecurityHeaders } from './security.ts'
 
 export const DOCS_PREFIX = '/docs'
 export const DOCS_TITLE = 'Petstore API reference'
@@ -87,6 +88,14 @@ export const docsPage: FastifyPluginAsync<{ document: () => FixedBody }> = async
   const version = assetVersion()
   const assetPrefix = `${DOCS_PREFIX}/static/`
   const pageUrls = new Set([DOCS_PREFIX, `${DOCS_PREFIX}/`])
+
+  // D13: the one HTML page keeps helmet's whole set, over the API's shorter one; swagger-ui's
+  // own onSend then replaces the CSP with the page's (staticCSP above).
+  const htmlHeaders = htmlSecurityHeaders()
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.headers(htmlHeaders)
+    done()
+  })
 
   await app.register(swaggerUi, {
     ...options,

@@ -20,9 +20,28 @@ export const EXPOSED_HEADERS = [
 ]
 
 /**
- * The headers helmet's defaults set (CSP, nosniff, frame denial, HSTS, no referrer leaks, …).
- * They do not depend on the request, so helmet's middleware runs once, here, against a
- * collector of the headers it sets, and every response gets the same frozen object. Run per
+ * What every answer of the API carries (D13), after OWASP's REST Security Cheat Sheet ("Security
+ * Headers": the headers to include in all API responses): a JSON answer is never a page, so its
+ * CSP allows nothing and no framing, MIME sniffing is off, framing is denied the old way too,
+ * browsers keep to HTTPS, and no Referer leaks a URL. Helmet's other headers (COOP, CORP,
+ * Origin-Agent-Cluster, X-DNS-Prefetch-Control, X-Download-Options,
+ * X-Permitted-Cross-Domain-Policies, X-XSS-Protection) govern how a browser renders and isolates
+ * a *page*; they stay on the one HTML page we serve, /docs (`htmlSecurityHeaders`).
+ * `Cache-Control: no-store`, also on the cheat sheet's list, is added by the app to the
+ * operations, whose answers depend on the key (app.ts).
+ */
+export const API_SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+  'strict-transport-security': 'max-age=31536000; includeSubDomains',
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+})
+
+/**
+ * The headers helmet's defaults set (CSP, nosniff, frame denial, HSTS, no referrer leaks, …),
+ * for /docs. They do not depend on the request, so helmet's middleware runs once, here, against
+ * a collector of the headers it sets, and every page answer gets the same frozen object. Run per
  * request (as @fastify/helmet does, rebuilding the middleware and re-parsing the CSP), it cost
  * 20 µs of CPU per request (getPet 69 → 89 µs) and its garbage doubled the memory under load
  * (154 → 305 MB RSS; docs/benchmarks.md).
@@ -43,19 +62,24 @@ function helmetHeaders(): Readonly<Record<string, string>> {
   return Object.freeze(headers)
 }
 
-let computed: Readonly<Record<string, string>> | undefined
+let html: Readonly<Record<string, string>> | undefined
+
+/** Helmet's default set, for the HTML page and its assets (/docs), computed once per process. */
+export function htmlSecurityHeaders(): Readonly<Record<string, string>> {
+  html ??= helmetHeaders()
+  return html
+}
 
 /**
- * The security headers every response carries (D13), computed once per process. Answers made
- * outside the app's hooks (routing errors, the server's HTTP-layer errors, D16) use them too.
+ * The security headers every answer carries (D13). Answers made outside the app's hooks
+ * (routing errors, the server's HTTP-layer errors, D16) use them too.
  */
 export function securityHeaders(): Readonly<Record<string, string>> {
-  computed ??= helmetHeaders()
-  return computed
+  return API_SECURITY_HEADERS
 }
 
 export const security = fp<{ corsOrigins: readonly string[] }>(async (app, { corsOrigins }) => {
-  // The /docs page sets its own CSP for its assets (plugins/openapi.ts), over this one.
+  // The /docs page sets helmet's HTML set and its own CSP over these (plugins/docs-page.ts).
   const headers = securityHeaders()
   app.addHook('onRequest', (_request, reply, done) => {
     reply.headers(headers)

@@ -15,6 +15,9 @@ import type { Deprecation } from '../plugins/deprecation.ts'
 import { IdempotencyKeyInUseError, type Store } from '../store/store.ts'
 import { decodeCursor, nextPageLink } from './cursor.ts'
 import { readIdempotencyKey, requestFingerprint } from './idempotency.ts'
+import { petsJson } from './pets-json.ts'
+
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
 const getPetDeprecation: Deprecation = {
   deprecatedAt: GET_PET_DEPRECATED_AT,
@@ -76,7 +79,9 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (
       if (page.hasMore && last !== undefined) {
         reply.header('link', nextPageLink('/v1/pets', limit, status, last.id))
       }
-      return page.pets
+      // The schema's bytes, written by hand (routes/pets-json.ts: its measured gain). A reply
+      // with its own serializer gets no Content-Type from Fastify, hence the type.
+      return reply.type(JSON_CONTENT_TYPE).serializer(petsJson).send(page.pets)
     },
   )
 

@@ -93,23 +93,39 @@ describe('headers (D8, D13)', () => {
   })
 
   describe('security headers (D13)', () => {
-    it('are on every kind of response', async () => {
+    it('are on every kind of response: OWASP REST Security Cheat Sheet set', async () => {
       for (const [kind, send] of Object.entries(responseKinds(server))) {
         const response = await send()
         const h = response.headers
         assert.equal(h.get('x-content-type-options'), 'nosniff', kind)
-        const csp = h.get('content-security-policy') ?? ''
-        assert.match(csp, /default-src/, `${kind}: CSP ${csp}`)
-        const frameOptions = h.get('x-frame-options')
-        assert.ok(
-          frameOptions === 'DENY' || frameOptions === 'SAMEORIGIN' || /frame-ancestors/.test(csp),
-          `${kind}: no frame protection`,
+        // A JSON answer is no page: it may load nothing and be framed nowhere.
+        assert.equal(
+          h.get('content-security-policy'),
+          "default-src 'none'; frame-ancestors 'none'",
+          kind,
         )
+        assert.equal(h.get('x-frame-options'), 'DENY', kind)
         assert.match(h.get('strict-transport-security') ?? '', /max-age=\d+/, kind)
-        assert.ok(h.get('referrer-policy'), `${kind}: no Referrer-Policy`)
+        assert.equal(h.get('referrer-policy'), 'no-referrer', kind)
         assert.equal(h.get('x-powered-by'), null, kind)
+        // Helmet's page-only headers stay on /docs.
+        assert.equal(h.get('cross-origin-opener-policy'), null, kind)
         await response.body?.cancel()
       }
+    })
+
+    it("the /docs page keeps helmet's HTML set, with its own CSP", async () => {
+      const response = await fetch(`${server.url}/docs`)
+      assert.equal(response.status, 200)
+      const h = response.headers
+      assert.equal(h.get('x-content-type-options'), 'nosniff')
+      assert.equal(h.get('cross-origin-opener-policy'), 'same-origin')
+      assert.equal(h.get('cross-origin-resource-policy'), 'same-origin')
+      assert.equal(h.get('referrer-policy'), 'no-referrer')
+      assert.match(h.get('strict-transport-security') ?? '', /max-age=\d+/)
+      assert.match(h.get('content-security-policy') ?? '', /script-src 'self'/)
+      assert.match(h.get('content-security-policy') ?? '', /frame-ancestors 'self'/)
+      await response.body?.cancel()
     })
 
     it('API responses carry Cache-Control: no-store, errors included', async () => {

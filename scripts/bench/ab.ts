@@ -1,0 +1,111 @@
+// Two versions of the service side by side: this checkout against another one (e.g. an export
+// of the commit before a change), each on its own copy of the seeded SQLite file, in alternating
+// rounds, so that a change's cost or gain is measured in CPU µs/req, req/s and RSS in one run.
+// Run `npm run bench -- --quick` or a full run first: it seeds .bench/seed-<count>-*.db.
+//
+//   node scripts/bench/ab.ts --base <other checkout> [--only get,list20] [--rounds 3]
+//        [--seconds 3] [--connections 50] [--pets 1000000] [--node-flags="--max-semi-space-size=4"]
+//
+// --node-flags: flags for this checkout's `node` only, to measure a flag against its absence
+// (then --base may be this checkout too).
+import { copyFileSync, readdirSync, rmSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { generateApiKey } from '../../src/keys/api-key.ts'
+import type { Request } from './load.ts'
+import { pinSelf, type ServerProcess, startServer } from './processes.ts'
+import { pair } from './rounds.ts'
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const BENCH_DIR = join(ROOT, '.bench')
+
+const { values: args } = parseArgs({
+  options: {
+    base: { type: 'string' },
+    only: { type: 'string', default: 'list20,list100,get,create' },
+    rounds: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '50' },
+    pets: { type: 'string', default: '1000000' },
+    'node-flags': { type: 'string', default: '' },
+  },
+})
+if (args.base === undefined) {
+  process.stderr.write('usage: node scripts/bench/ab.ts --base <other checkout> [options]\n')
+  process.exit(2)
+}
+const base = resolve(args.base)
+const pets = Number(args.pets)
+const body = JSON.stringify({ name: 'Benchmark Bella', categoryId: 42, status: 'available' })
+const requests: Record<string, Request> = {
+  list20: { method: 'GET', path: '/v1/pets?limit=20' },
+  list100: { method: 'GET', path: '/v1/pets?limit=100' },
+  status: { method: 'GET', path: '/v1/pets?limit=20&status=available' },
+  get: { method: 'GET', path: `/v1/pets/${pets / 2}` },
+  create: { method: 'POST', path: '/v1/pets', body },
+  createKeyed: { method: 'POST', path: '/v1/pets', body, idempotencyKey: true },
+}
+
+function seededCopy(name: string): string {
+  const seed = readdirSync(BENCH_DIR).find(
+    (file) => file.startsWith(`seed-${pets}-`) && file.endsWith('.db'),
+  )
+  if (seed === undefined) throw new Error(`no .bench/seed-${pets}-*.db: run npm run bench first`)
+  const copy = join(BENCH_DIR, `ab-${name}.db`)
+  for (const suffix of ['', '-wal', '-shm']) rmSync(copy + suffix, { force: true })
+  copyFileSync(join(BENCH_DIR, seed), copy)
+  return copy
+}
+
+const key = generateApiKey('production')
+const flags = args['node-flags'].split(' ').filter((flag) => flag !== '')
+
+function start(name: string, checkout: string, nodeFlags: string[]): Promise<ServerProcess> {
+  return startServer(
+    name,
+    [...nodeFlags, join(checkout, 'bin/petstore.js'), 'serve'],
+    {
+      DATABASE_URL: `sqlite:${seededCopy(name)}`,
+      LOG_LEVEL: 'warn',
+      METRICS_PORT: '0',
+      PETSTORE_RATE_LIMIT: '0',
+      PETSTORE_API_KEYS: key,
+      // Load shedding stays on (its hook runs for every request, as shipped), with a threshold
+      // that a busy shared machine does not reach: a shed request would void the round.
+      PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '5000',
+    },
+    '/readyz',
+  )
+}
+
+pinSelf()
+const baseline = await start('base', base, [])
+const candidate = await start('this', ROOT, flags)
+const log = (line: string) => process.stdout.write(`${line}\n`)
+const settings = {
+  rounds: Number(args.rounds),
+  seconds: Number(args.seconds),
+  warmupSeconds: 2,
+  key,
+  log,
+}
+try {
+  for (const id of args.only.split(',')) {
+    const request = requests[id]
+    if (request === undefined) throw new Error(`unknown scenario ${id}`)
+    const result = await pair(settings, id, request, Number(args.connections), candidate, baseline)
+    const { service: b, baseline: a } = result
+    const perRound = result.rounds.map(
+      (r) => `${r.baseline.cpuUsPerRequest.toFixed(0)}/${r.service.cpuUsPerRequest.toFixed(0)}`,
+    )
+    log(`${id}: CPU µs/req per round, base/this: ${perRound.join(' ')}`)
+    log(
+      `${id}: CPU µs/req base ${a.cpuUsPerRequest.toFixed(1)} → this ${b.cpuUsPerRequest.toFixed(1)}; ` +
+        `req/s ${Math.round(a.rps)} → ${Math.round(b.rps)} (${result.ratio.rps.toFixed(2)}×); ` +
+        `p99 ${a.p99.toFixed(2)} → ${b.p99.toFixed(2)} ms; RSS ${a.rssMb.toFixed(0)} → ${b.rssMb.toFixed(0)} MB`,
+    )
+  }
+} finally {
+  await Promise.all([baseline.stop(), candidate.stop()])
+}
