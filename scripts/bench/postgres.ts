@@ -11,7 +11,6 @@ import { randomBytes } from 'node:crypto'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { Client } from 'pg'
 import { openPostgresStore } from '../../src/store/postgres.ts'
 import {
   absentLine,
@@ -22,6 +21,7 @@ import {
 } from '../../test/helpers/pgbouncer.ts'
 import {
   ADMIN_URL,
+  onDatabase,
   POSTGRES_REQUIRED,
   postgresReachable,
   unreachableLine,
@@ -74,23 +74,12 @@ function scenarios(pets: number): { id: string; label: string; request: Request 
   ]
 }
 
-async function admin<T>(work: (client: Client) => Promise<T>, url = ADMIN_URL): Promise<T> {
-  const client = new Client({ connectionString: url })
-  client.on('error', () => {})
-  await client.connect()
-  try {
-    return await work(client)
-  } finally {
-    await client.end().catch(() => {})
-  }
-}
-
 /** scripts/bench/seed.ts's pets (seededPet), written by the server itself in one statement. */
 export async function seed(url: string, count: number): Promise<void> {
   const store = openPostgresStore({ url, poolSize: 1 })
   await store.migrate()
   await store.close()
-  await admin(async (client) => {
+  await onDatabase(url, async (client) => {
     await client.query(
       `INSERT INTO pets (name, category_id, status)
        SELECT (ARRAY['Rex','Bella','Milo','Luna','Oscar','Coco','Simba','Nala','Bruno','Kiwi'])[i % 10 + 1]
@@ -101,7 +90,7 @@ export async function seed(url: string, count: number): Promise<void> {
       [count],
     )
     await client.query('VACUUM ANALYZE pets')
-  }, url)
+  })
 }
 
 export function service(
@@ -162,7 +151,7 @@ export async function benchPostgres(options: PostgresBenchOptions): Promise<void
   const startedAt = new Date()
   const started = performance.now()
   const name = `petstore_bench_${randomBytes(6).toString('hex')}`
-  await admin((client) => client.query(`CREATE DATABASE ${name}`))
+  await onDatabase(ADMIN_URL, (client) => client.query(`CREATE DATABASE ${name}`))
   const directUrl = new URL(ADMIN_URL)
   directUrl.pathname = `/${name}`
   const servers: ServerProcess[] = []
@@ -193,7 +182,10 @@ export async function benchPostgres(options: PostgresBenchOptions): Promise<void
         pairs.push({ scenario: scenario.id, label: scenario.label, ...result })
       }
     }
-    const postgres = await admin(async (c) => (await c.query('SHOW server_version')).rows[0])
+    const postgres = await onDatabase(
+      ADMIN_URL,
+      async (c) => (await c.query('SHOW server_version')).rows[0],
+    )
     const report: PostgresReport = {
       date: startedAt.toISOString(),
       durationSeconds: Math.round((performance.now() - started) / 1000),
@@ -221,14 +213,16 @@ export async function benchPostgres(options: PostgresBenchOptions): Promise<void
   } finally {
     await Promise.all(servers.map((s) => s.stop()))
     await bouncer?.stop()
-    await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+    await onDatabase(ADMIN_URL, (client) =>
+      client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+    )
   }
 }
 
 async function pgbouncerVersion(bouncer: PgBouncer): Promise<string> {
-  const row = await admin(
-    async (c) => (await c.query('SHOW VERSION')).rows[0],
+  const row = await onDatabase(
     bouncer.urlFor('pgbouncer'),
+    async (c) => (await c.query('SHOW VERSION')).rows[0],
   )
   return String(Object.values(row ?? {})[0] ?? 'unknown')
 }

@@ -31,8 +31,9 @@ export function unreachableLine(): string {
   return `PostgreSQL is not reachable at ${where()}; the PostgreSQL tests are skipped`
 }
 
-async function withAdmin<T>(work: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3_000 })
+/** Runs `work` on a connection of its own to `url`, as psql would. */
+export async function onDatabase<T>(url: string, work: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: 3_000 })
   // Errors reach the awaiting call; the listener keeps a dropped connection from throwing.
   client.on('error', () => {})
   await client.connect()
@@ -45,7 +46,7 @@ async function withAdmin<T>(work: (client: Client) => Promise<T>): Promise<T> {
 
 export async function postgresReachable(): Promise<boolean> {
   try {
-    await withAdmin((client) => client.query('SELECT 1'))
+    await onDatabase(ADMIN_URL, (client) => client.query('SELECT 1'))
     return true
   } catch {
     return false
@@ -74,7 +75,7 @@ export interface TestDatabase {
 
 export async function createTestDatabase(): Promise<TestDatabase> {
   const name = `petstore_test_${randomBytes(6).toString('hex')}`
-  await withAdmin((client) => client.query(`CREATE DATABASE ${name}`))
+  await onDatabase(ADMIN_URL, (client) => client.query(`CREATE DATABASE ${name}`))
   const url = new URL(ADMIN_URL)
   url.pathname = `/${name}`
   if (TEST_POOLER === 'transaction') url.host = POOLER_ADDRESS as string
@@ -84,7 +85,9 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     pooler: TEST_POOLER,
     // Straight to the server; FORCE also ends the connections the pooler still holds.
     drop: async () => {
-      await withAdmin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+      await onDatabase(ADMIN_URL, (client) =>
+        client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+      )
     },
   }
 }

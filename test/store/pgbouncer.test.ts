@@ -5,31 +5,19 @@
 // prepared statements, session settings, and a statement timeout that must still fire.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { Client } from 'pg'
 import { openPostgresStore } from '../../src/store/postgres.ts'
 import { type IdempotencyClaim, type Store, StoreUnavailableError } from '../../src/store/store.ts'
 import { type PgBouncer, pgbouncerSkipReason, startPgBouncer } from '../helpers/pgbouncer.ts'
 import {
   ADMIN_URL,
   createTestDatabase,
+  onDatabase,
   postgresSkipReason,
   type TestDatabase,
 } from '../helpers/postgres.ts'
 import { storeContract } from './contract.ts'
 
 const skip = (await postgresSkipReason()) ?? pgbouncerSkipReason()
-
-/** Runs `work` on a connection of its own to `url`, as psql would. */
-async function onDatabase<T>(url: string, work: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: url })
-  client.on('error', () => {})
-  await client.connect()
-  try {
-    return await work(client)
-  } finally {
-    await client.end().catch(() => {})
-  }
-}
 
 function claim(key: string): IdempotencyClaim {
   const now = new Date()

@@ -7,15 +7,16 @@
 // pets table is moved to, and a filler file that takes the rest of it.
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { closeSync, openSync, rmSync, writeSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { Client } from 'pg'
 import { openPostgresStore } from '../../src/store/postgres.ts'
 import { type Store, StoreUnavailableError } from '../../src/store/store.ts'
+import { fillDisk } from '../helpers/full-disk.ts'
 import {
   ADMIN_URL,
   createTestDatabase,
+  onDatabase,
   postgresSkipReason,
   type TestDatabase,
 } from '../helpers/postgres.ts'
@@ -23,32 +24,7 @@ import { tempDir } from '../helpers/server.ts'
 
 const TABLESPACE = `petstore_full_${process.pid}`
 
-async function sql(url: string, text: string): Promise<void> {
-  const client = new Client({ connectionString: url })
-  await client.connect()
-  try {
-    await client.query(text)
-  } finally {
-    await client.end()
-  }
-}
-
-/** Writes zeros to `path` until the file system has no space left. */
-function fillDisk(path: string): void {
-  const fd = openSync(path, 'w')
-  try {
-    for (const size of [64 * 1024, 4096, 512, 1]) {
-      const chunk = Buffer.alloc(size)
-      try {
-        for (;;) writeSync(fd, chunk)
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err
-      }
-    }
-  } finally {
-    closeSync(fd)
-  }
-}
+const sql = (url: string, text: string) => onDatabase(url, (client) => client.query(text))
 
 const dir = await tempDir()
 let skip = await postgresSkipReason()

@@ -1,26 +1,19 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { Client } from 'pg'
 import { postgresMigrations } from '../../src/store/migrations/postgres.ts'
 import { openPostgresStore } from '../../src/store/postgres.ts'
 import { type Store, StoreUnavailableError } from '../../src/store/store.ts'
-import { createTestDatabase, postgresSkipReason, type TestDatabase } from '../helpers/postgres.ts'
+import {
+  createTestDatabase,
+  onDatabase,
+  postgresSkipReason,
+  type TestDatabase,
+} from '../helpers/postgres.ts'
 import { storeContract } from './contract.ts'
 
 const skip = await postgresSkipReason()
 
 const open = (url: string) => openPostgresStore({ url, poolSize: 5 })
-
-/** Runs `work` on a connection of its own to `url` (as an operator's psql would). */
-async function onDatabase<T>(url: string, work: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: url })
-  await client.connect()
-  try {
-    return await work(client)
-  } finally {
-    await client.end()
-  }
-}
 
 describe('postgres', { skip }, () => {
   storeContract('postgres', async () => {

@@ -8,10 +8,11 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { closeSync, openSync, rmSync, writeSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { fillDisk } from '../helpers/full-disk.ts'
 import { logLines } from '../helpers/logs.ts'
 import { type ServiceProcess, startService } from '../helpers/process.ts'
 import { tempDir } from '../helpers/server.ts'
@@ -30,23 +31,6 @@ try {
   skip = 'cannot mount a tmpfs here (needs root): the full-disk test is skipped'
   console.log(skip)
   await dir.remove()
-}
-
-/** Writes zeros to `path` until the file system has no space left. */
-function fillDisk(path: string): void {
-  const fd = openSync(path, 'w')
-  try {
-    for (const size of [64 * 1024, 4096, 512, 1]) {
-      const chunk = Buffer.alloc(size)
-      try {
-        for (;;) writeSync(fd, chunk)
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err
-      }
-    }
-  } finally {
-    closeSync(fd)
-  }
 }
 
 describe('the database disk fills up, then space is freed', { skip }, () => {
