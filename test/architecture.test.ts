@@ -5,6 +5,7 @@ import assert from 'node:assert/strict'
 import { globSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, normalize } from 'node:path'
 import { test } from 'node:test'
+import { ISOLATED } from './groups.ts'
 
 /** Relative imports of a module, static (`from '…'`) and dynamic (`import('…')`). */
 function relativeImports(file: string): string[] {
@@ -98,5 +99,23 @@ test('architecture: the README layout names every file and folder at the top of 
   assert.deepEqual(
     entries.filter((entry) => !named.has(entry)),
     [],
+  )
+})
+
+test('test layout: a test file that starts processes runs in a process of its own (test/groups.ts)', () => {
+  // What makes a file unfit to share a process with the others: it starts children (directly or
+  // through a helper), a browser, a PgBouncer, a proxy in front of the database, or fills a disk.
+  const startsProcesses =
+    /from '(node:child_process|playwright-core|\.\/(helpers\/)?(process|pgbouncer|tcp-proxy|full-disk)\.ts|\.\.\/helpers\/(process|pgbouncer|tcp-proxy|full-disk)\.ts|\.\/outage-suite\.ts)'/
+  const isolated = new Set(globSync(ISOLATED))
+  const unlisted = globSync('test/**/*.test.ts').filter(
+    (file) => startsProcesses.test(readFileSync(file, 'utf8')) && !isolated.has(file),
+  )
+  assert.deepEqual(unlisted, [], 'add these to ISOLATED in test/groups.ts')
+  assert.ok(isolated.has('test/signals.test.ts'), 'the pattern finds what it should')
+  assert.deepEqual(
+    ISOLATED.filter((file) => !isolated.has(file)),
+    [],
+    'files listed in ISOLATED that do not exist',
   )
 })

@@ -1,7 +1,9 @@
-// `petstore pets list|add|get` (D18), run as an operator runs it: the real command as a child
-// process, against a service listening on a port.
+// `petstore pets list|add|get` (D18), against a service listening on a port: in-process (main
+// with captured output, helpers/in-process.ts), which saves a Node.js start per case, and once
+// as an operator runs it, the real command as a child process.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import { runMain } from './helpers/in-process.ts'
 import { runCli } from './helpers/process.ts'
 import { startServer, type TestServer } from './helpers/server.ts'
 
@@ -16,7 +18,7 @@ describe('petstore pets', () => {
   after(() => server.close())
 
   async function ok(args: string[], extra: Record<string, string> = {}) {
-    const result = await runCli(['pets', ...args], { ...env, ...extra })
+    const result = await runMain(['pets', ...args], { ...env, ...extra })
     assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`)
     return result
   }
@@ -89,7 +91,7 @@ describe('petstore pets', () => {
     assert.deepEqual(again, first)
   })
 
-  test('--url and --key instead of the environment', async () => {
+  test('--url and --key instead of the environment, as a user runs it: a child process', async () => {
     const result = await runCli(
       ['pets', 'list', '--limit', '1', '--json', '--url', `${server.url}/v1/`, '--key', server.key],
       {},
@@ -99,17 +101,17 @@ describe('petstore pets', () => {
   })
 
   test("a failed call is one line with the service's request id, exit 1", async () => {
-    const missing = await runCli(['pets', 'get', '424242'], env)
+    const missing = await runMain(['pets', 'get', '424242'], env)
     assert.equal(missing.code, 1)
     assert.equal(missing.stdout, '')
     assert.match(
       missing.stderr,
       /^petstore: 404 not_found: no pet with id 424242 \(request id [\w.:-]+\)\n$/,
     )
-    const refused = await runCli(['pets', 'list'], { ...env, PETSTORE_API_KEY: 'petstore_live_x' })
+    const refused = await runMain(['pets', 'list'], { ...env, PETSTORE_API_KEY: 'petstore_live_x' })
     assert.equal(refused.code, 1)
     assert.match(refused.stderr, /^petstore: 401 unauthorized: .+ \(request id [\w.:-]+\)\n$/)
-    const invalid = await runCli(['pets', 'add', '--name', ' ', '--category-id', '1'], env)
+    const invalid = await runMain(['pets', 'add', '--name', ' ', '--category-id', '1'], env)
     assert.equal(invalid.code, 1)
     assert.match(
       invalid.stderr,
@@ -142,7 +144,7 @@ describe('petstore pets', () => {
     ]
     await Promise.all(
       cases.map(async ([args, environment, message]) => {
-        const result = await runCli(args, environment)
+        const result = await runMain(args, environment)
         assert.equal(result.code, 2, args.join(' '))
         assert.equal(result.stdout, '')
         const [line, pointer, ...rest] = result.stderr.split('\n')
@@ -159,12 +161,12 @@ describe('petstore pets', () => {
       ['pets', 'list', '-h'],
       ['help', 'pets'],
     ]) {
-      const result = await runCli(args, {})
+      const result = await runMain(args, {})
       assert.equal(result.code, 0)
       assert.match(result.stdout, /^Usage: petstore pets list \[--status S\]/)
       assert.match(result.stdout, /PETSTORE_API_KEY/)
     }
-    const overview = await runCli(['--help'], {})
+    const overview = await runMain(['--help'], {})
     assert.match(overview.stdout, /pets list\|add\|get/)
   })
 })

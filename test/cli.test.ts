@@ -1,10 +1,15 @@
-// The `petstore` command as an operator runs it: a real process, a real SQLite file.
+// The `petstore` command, on a real SQLite file. Its arguments, messages and exit codes are
+// checked in-process (main with captured output: helpers/in-process.ts), which saves a Node.js
+// start per case; the command as an operator runs it, a real process (helpers/process.ts), where
+// the process matters: the binary's streams and exit codes, a key used by a running service, a
+// backup beside a live one, and serve, whose failures end the process.
 import assert from 'node:assert/strict'
 import { readFile, writeFile } from 'node:fs/promises'
 import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { parseApiKey } from '../src/keys/api-key.ts'
+import { runMain } from './helpers/in-process.ts'
 import { runCli, startService } from './helpers/process.ts'
 import { tempDir } from './helpers/server.ts'
 
@@ -19,10 +24,10 @@ describe('petstore CLI', () => {
   after(() => dir.remove())
 
   test('migrate applies the schema once', async () => {
-    const first = await runCli(['migrate'], env)
+    const first = await runMain(['migrate'], env)
     assert.equal(first.code, 0, first.stderr)
     assert.match(first.stdout, /Applied migrations: 1, 2, 3\./)
-    const second = await runCli(['migrate'], env)
+    const second = await runMain(['migrate'], env)
     assert.equal(second.code, 0)
     assert.match(second.stdout, /up to date/)
   })
@@ -35,7 +40,7 @@ describe('petstore CLI', () => {
     const id = /Created (key_[0-9A-Za-z]+)/.exec(created.stderr)?.[1]
     assert.ok(id, created.stderr)
 
-    const listed = await runCli(['keys', 'list'], env)
+    const listed = await runMain(['keys', 'list'], env)
     assert.equal(listed.code, 0)
     assert.match(listed.stdout, new RegExp(`${id}\\s+ops team\\s+petstore_live_…${key.slice(-4)}`))
     assert.ok(!listed.stdout.includes(key), 'keys list never shows a key')
@@ -59,17 +64,17 @@ describe('petstore CLI', () => {
     } finally {
       assert.equal(await service.stop(), 0)
     }
-    const again = await runCli(['keys', 'revoke', id], env)
+    const again = await runMain(['keys', 'revoke', id], env)
     assert.equal(again.code, 1, 'a revoked key: the command failed, it was not called wrongly')
     assert.equal(again.stderr, `petstore: no active key with ID ${id} (see "petstore keys list")\n`)
-    const unknown = await runCli(['keys', 'revoke', 'key_000000000000'], env)
+    const unknown = await runMain(['keys', 'revoke', 'key_000000000000'], env)
     assert.equal(unknown.code, 1)
     assert.equal(unknown.stderr.trim().split('\n').length, 1, unknown.stderr)
-    assert.match((await runCli(['keys', 'list', '--json'], env)).stdout, /"revokedAt"/)
+    assert.match((await runMain(['keys', 'list', '--json'], env)).stdout, /"revokedAt"/)
   })
 
   test('backup copies the live database; a service on the copy has every pet and key', async () => {
-    const created = await runCli(['keys', 'create', '--name', 'backup check'], env)
+    const created = await runMain(['keys', 'create', '--name', 'backup check'], env)
     const key = created.stdout.trim()
     const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
     const service = await startService(env)
@@ -107,22 +112,22 @@ describe('petstore CLI', () => {
       assert.equal(await restored.stop(), 0)
     }
 
-    const again = await runCli(['backup', copy], env)
+    const again = await runMain(['backup', copy], env)
     assert.equal(again.code, 1)
     assert.match(again.stderr, /^petstore: backup failed: .*copy\.db exists already/)
-    const onPostgres = await runCli(['backup', join(dir.path, 'pg.db')], {
+    const onPostgres = await runMain(['backup', join(dir.path, 'pg.db')], {
       ...env,
       DATABASE_URL: 'postgres://petstore@127.0.0.1:5432/petstore',
     })
     assert.equal(onPostgres.code, 1)
     assert.match(onPostgres.stderr, /pg_dump/)
-    const noTarget = await runCli(['backup'], env)
+    const noTarget = await runMain(['backup'], env)
     assert.equal(noTarget.code, 2)
     assert.match(noTarget.stderr, /^petstore: backup needs one argument/)
   })
 
   test('a staging service issues staging keys', async () => {
-    const created = await runCli(['keys', 'create', '--name', 'stage'], {
+    const created = await runMain(['keys', 'create', '--name', 'stage'], {
       ...env,
       PETSTORE_ENV: 'staging',
     })
@@ -131,7 +136,7 @@ describe('petstore CLI', () => {
 
   test("--help: the overview, or the command's own text; exit 0 on stdout", async () => {
     const help = async (args: string[]) => {
-      const result = await runCli(args, env)
+      const result = await runMain(args, env)
       assert.equal(result.code, 0, args.join(' '))
       assert.equal(result.stderr, '', args.join(' '))
       return result.stdout
@@ -171,7 +176,7 @@ describe('petstore CLI', () => {
     )
     for (const text of keysTexts) assert.equal(text, texts.get('keys'))
 
-    const bare = await runCli([], env)
+    const bare = await runMain([], env)
     assert.equal(bare.code, 2, 'no command at all is a usage error, with the overview')
     assert.equal(bare.stderr, overview)
   })
@@ -181,11 +186,33 @@ describe('petstore CLI', () => {
       await readFile(new URL('../package.json', import.meta.url), 'utf8'),
     ) as { version: string }
     for (const flag of ['--version', '-v']) {
-      const result = await runCli([flag], env)
+      const result = await runMain([flag], env)
       assert.equal(result.code, 0, flag)
       assert.equal(result.stdout, `petstore ${version}\n`)
       assert.equal(result.stderr, '')
     }
+  })
+
+  test('the real binary: --help on stdout, exit 0; a usage error in two lines on stderr, exit 2; --version', async () => {
+    const help = await runCli(['--help'], env)
+    assert.equal(help.code, 0)
+    assert.equal(help.stdout, (await runMain(['--help'], env)).stdout)
+    assert.match(help.stdout, /^Usage: petstore <command>/)
+    assert.equal(help.stderr, '')
+
+    const wrong = await runCli(['keys', 'list', '--name', 'x'], { ...env, PORT: 'not a port' })
+    assert.equal(wrong.code, 2)
+    assert.equal(wrong.stdout, '')
+    assert.equal(
+      wrong.stderr,
+      'petstore: unknown option "--name"\nRun "petstore keys --help" for usage.\n',
+    )
+
+    const version = await runCli(['--version'], env)
+    assert.equal(version.code, 0)
+    assert.equal(version.stdout, (await runMain(['--version'], env)).stdout)
+    assert.match(version.stdout, /^petstore \d+\.\d+\.\d+\n$/)
+    assert.equal(version.stderr, '')
   })
 
   test('a usage error is one line and a pointer to the help, exit 2, whatever the environment', async () => {
@@ -210,7 +237,7 @@ describe('petstore CLI', () => {
     ]
     await Promise.all(
       cases.map(async ([args, message, help]) => {
-        const result = await runCli(args, badEnv)
+        const result = await runMain(args, badEnv)
         assert.equal(result.code, 2, args.join(' '))
         assert.equal(result.stdout, '')
         const [first = '', second, ...more] = result.stderr.split('\n')
@@ -235,8 +262,11 @@ describe('petstore CLI', () => {
         /^petstore: the PostgreSQL database is unreachable \(.+\)$/,
       ],
     ] as const) {
+      // serve, alone and as a cluster's primary, as processes: a failed start ends the process
+      // (bin/petstore.js), with started parts that could keep it alive. migrate in-process.
       for (const args of [['serve'], ['migrate'], ['serve', '--workers', '2']]) {
-        const result = await runCli(args, { ...env, DATABASE_URL: url })
+        const run = args[0] === 'serve' ? runCli : runMain
+        const result = await run(args, { ...env, DATABASE_URL: url })
         assert.equal(result.code, 1, `${args.join(' ')} on ${url}`)
         const lines = result.stderr.trim().split('\n')
         assert.equal(lines.length, 1, result.stderr)
@@ -335,7 +365,8 @@ describe('petstore CLI', () => {
   // Every bad value is tested through loadConfig (config.test.ts); this is how its one line
   // reaches the operator.
   test('a bad setting stops the start with one line naming it and exit code 1', async () => {
-    const result = await runCli(['serve'], { ...env, PORT: 'abc' })
+    // In-process: loadConfig refuses it before serve starts anything.
+    const result = await runMain(['serve'], { ...env, PORT: 'abc' })
     assert.equal(result.code, 1)
     assert.equal(
       result.stderr,

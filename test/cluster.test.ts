@@ -11,8 +11,9 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
+import { runMain } from './helpers/in-process.ts'
 import { logLines, metricsUrlIn } from './helpers/logs.ts'
-import { runCli, type ServiceProcess, startService } from './helpers/process.ts'
+import { type ServiceProcess, startService } from './helpers/process.ts'
 import { parseExposition, sampleValue } from './helpers/prometheus.ts'
 import { tempDir } from './helpers/server.ts'
 
@@ -97,7 +98,7 @@ async function listIds(url: string, key: string): Promise<Set<number>> {
 
 describe('petstore serve --workers', () => {
   test('the value is checked: 1 to 256, or auto', async () => {
-    // The commands run at once: each is a process of its own, and none starts a server.
+    // In this process (helpers/in-process.ts): a refused value is found before anything starts.
     const refused = await Promise.all(
       [
         ['--workers', '0'],
@@ -109,7 +110,7 @@ describe('petstore serve --workers', () => {
         ['--workers'],
       ].map(async (args) => ({
         args,
-        result: await runCli(['serve', ...args], { DATABASE_URL: 'sqlite::memory:' }),
+        result: await runMain(['serve', ...args], { DATABASE_URL: 'sqlite::memory:' }),
       })),
     )
     for (const { args, result } of refused) {

@@ -1,7 +1,7 @@
 // D9: loadConfig is a pure function of the environment, so every bad value is tested here rather
 // than by starting a process; cli.test.ts starts one to show how such a line reaches the
-// operator (stderr, exit code 1). The other config-*.test.ts files test the variables with more
-// rules of their own.
+// operator (stderr, exit code 1). The describes after the first test the variables with more
+// rules of their own, one a variable or group (one file: each test file is a process to start).
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { ConfigError, loadConfig } from '../src/config.ts'
@@ -106,5 +106,278 @@ describe('loadConfig', () => {
       refusal({ PETSTORE_API_KEYS: mistyped, PETSTORE_ENV: 'staging' }),
       /^PETSTORE_API_KEYS entry 1 has a petstore prefix but a wrong checksum$/,
     )
+  })
+})
+
+// HOST (D9): an IP literal or an RFC 1123 host name, checked at start with one clear line.
+
+describe('HOST', () => {
+  test('defaults to 127.0.0.1; IPv4 and IPv6 literals and host names are taken as given', () => {
+    assert.equal(loadConfig({}).host, '127.0.0.1')
+    for (const host of [
+      '0.0.0.0',
+      '10.1.2.3',
+      '::',
+      '::1',
+      'fe80::1%eth0',
+      '::ffff:192.0.2.1',
+      'localhost',
+      'api-1.internal',
+      'petstore.example.com.',
+      '3com.example',
+      `${'a'.repeat(63)}.example`,
+    ]) {
+      assert.equal(loadConfig({ HOST: host }).host, host)
+    }
+    assert.equal(loadConfig({ HOST: '  ::1 ' }).host, '::1', 'surrounding white space is trimmed')
+  })
+
+  test('anything else is one line naming HOST and repeating the value', () => {
+    for (const bad of [
+      'bad host!',
+      'http://0.0.0.0',
+      '0.0.0.0:8080',
+      '[::1]',
+      '127.0.0.256',
+      '1.2.3',
+      '-api.internal',
+      'api-.internal',
+      'api..internal',
+      'api_1.internal',
+      `${'a'.repeat(64)}.example`,
+      `${'abcdefghi.'.repeat(25)}example`,
+      'café.example',
+      'a\nb',
+    ]) {
+      assert.throws(
+        () => loadConfig({ HOST: bad }),
+        (err: unknown) => {
+          assert.ok(err instanceof ConfigError)
+          assert.match(err.message, /^HOST must be an IP address .* or a host name \(got ".*"\)$/)
+          assert.ok(err.message.includes(JSON.stringify(bad)), err.message)
+          assert.ok(!err.message.includes('\n'), 'one line, whatever the value holds')
+          return true
+        },
+        bad,
+      )
+    }
+  })
+})
+
+// DATABASE_URL and DATABASE_POOL_SIZE (D9): PostgreSQL locations are validated at start.
+
+describe('DATABASE_URL for PostgreSQL', () => {
+  test('postgres:// and postgresql:// with DATABASE_POOL_SIZE', () => {
+    const url = 'postgresql://app:secret@db.internal:6432/petstore?sslmode=require'
+    assert.deepEqual(loadConfig({ DATABASE_URL: url, DATABASE_POOL_SIZE: '25' }).database, {
+      engine: 'postgres',
+      url,
+      poolSize: 25,
+      pooler: 'none',
+    })
+    assert.equal(loadConfig({ DATABASE_URL: 'postgres://db/petstore' }).database.engine, 'postgres')
+  })
+
+  test('the pool size defaults to 10 and must be 1 to 1000', () => {
+    const database = loadConfig({ DATABASE_URL: 'postgres://db/petstore' }).database
+    assert.equal(database.engine === 'postgres' && database.poolSize, 10)
+    for (const bad of ['0', '1001', 'ten', '-1']) {
+      assert.throws(
+        () => loadConfig({ DATABASE_URL: 'postgres://db/petstore', DATABASE_POOL_SIZE: bad }),
+        /DATABASE_POOL_SIZE must be an integer from 1 to 1000/,
+      )
+    }
+  })
+
+  test('DATABASE_POOLER is none (direct) unless transaction (D19)', () => {
+    const pooler = (value?: string) => {
+      const database = loadConfig({
+        DATABASE_URL: 'postgres://db/petstore',
+        ...(value === undefined ? {} : { DATABASE_POOLER: value }),
+      }).database
+      return database.engine === 'postgres' ? database.pooler : undefined
+    }
+    assert.equal(pooler(), 'none')
+    assert.equal(pooler('transaction'), 'transaction')
+    assert.throws(() => pooler('session'), /DATABASE_POOLER must be one of none, transaction/)
+  })
+
+  test('a malformed URL is one clear line that does not repeat the password', () => {
+    for (const bad of [
+      'postgres://app:secret@/petstore',
+      'postgres://app:secret@db',
+      'postgres://',
+    ]) {
+      assert.throws(
+        () => loadConfig({ DATABASE_URL: bad }),
+        (err: Error) =>
+          /DATABASE_URL is not a valid PostgreSQL URL/.test(err.message) &&
+          !err.message.includes('secret') &&
+          !err.message.includes('\n'),
+      )
+    }
+  })
+})
+
+// D16's connection limits (D9: validated at start, one clear line on error).
+
+describe('connection limits', () => {
+  test('defaults: 4096 connections, headers within 10 s, a whole request within 30 s', () => {
+    assert.deepEqual(loadConfig({}).connections, {
+      maxConnections: 4096,
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 30_000,
+    })
+  })
+
+  test('each can be set', () => {
+    const { connections } = loadConfig({
+      PETSTORE_MAX_CONNECTIONS: '100',
+      PETSTORE_HEADERS_TIMEOUT_MS: '500',
+      PETSTORE_REQUEST_TIMEOUT_MS: '500',
+    })
+    assert.deepEqual(connections, {
+      maxConnections: 100,
+      headersTimeoutMs: 500,
+      requestTimeoutMs: 500,
+    })
+  })
+
+  test('bad values are one line naming the variable', () => {
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ PETSTORE_MAX_CONNECTIONS: '0' }, /^PETSTORE_MAX_CONNECTIONS must be an integer/],
+      [{ PETSTORE_MAX_CONNECTIONS: 'lots' }, /^PETSTORE_MAX_CONNECTIONS/],
+      [{ PETSTORE_HEADERS_TIMEOUT_MS: '10s' }, /^PETSTORE_HEADERS_TIMEOUT_MS/],
+      [
+        { PETSTORE_REQUEST_TIMEOUT_MS: '99' },
+        /^PETSTORE_REQUEST_TIMEOUT_MS must be an integer from 100/,
+      ],
+      [
+        { PETSTORE_HEADERS_TIMEOUT_MS: '20000', PETSTORE_REQUEST_TIMEOUT_MS: '10000' },
+        /^PETSTORE_HEADERS_TIMEOUT_MS \(20000\) must not exceed PETSTORE_REQUEST_TIMEOUT_MS/,
+      ],
+    ]
+    for (const [env, message] of cases) {
+      assert.throws(
+        () => loadConfig(env),
+        (err: unknown) =>
+          err instanceof ConfigError && message.test(err.message) && !err.message.includes('\n'),
+      )
+    }
+  })
+})
+
+// PETSTORE_MAX_EVENT_LOOP_DELAY_MS (D9, D16): the load-shedding threshold, validated at start.
+
+test('PETSTORE_MAX_EVENT_LOOP_DELAY_MS: 200 ms by default, 0 turns shedding off', () => {
+  assert.equal(loadConfig({}).maxEventLoopDelayMs, 200)
+  assert.equal(loadConfig({ PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '' }).maxEventLoopDelayMs, 200)
+  assert.equal(loadConfig({ PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '0' }).maxEventLoopDelayMs, 0)
+  assert.equal(loadConfig({ PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '500' }).maxEventLoopDelayMs, 500)
+})
+
+test('PETSTORE_MAX_EVENT_LOOP_DELAY_MS: anything but an integer from 0 to 60000 stops the start', () => {
+  for (const bad of ['-1', '1.5', '100ms', '60001', 'off']) {
+    assert.throws(
+      () => loadConfig({ PETSTORE_MAX_EVENT_LOOP_DELAY_MS: bad }),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        err.message ===
+          `PETSTORE_MAX_EVENT_LOOP_DELAY_MS must be an integer from 0 to 60000 (got "${bad}")`,
+      bad,
+    )
+  }
+})
+
+// METRICS_PORT and METRICS_HOST (D17): a listener of its own, checked at start with one line.
+
+describe('METRICS_PORT and METRICS_HOST', () => {
+  test('default to port 9464 on the API host; off disables; METRICS_HOST is taken as given', () => {
+    assert.deepEqual(loadConfig({}).metrics, { port: 9464, host: '127.0.0.1' })
+    assert.deepEqual(loadConfig({ HOST: '0.0.0.0' }).metrics, { port: 9464, host: '0.0.0.0' })
+    assert.deepEqual(loadConfig({ HOST: '0.0.0.0', METRICS_HOST: '10.0.0.5' }).metrics, {
+      port: 9464,
+      host: '10.0.0.5',
+    })
+    assert.deepEqual(loadConfig({ METRICS_PORT: ' 9100 ' }).metrics, {
+      port: 9100,
+      host: '127.0.0.1',
+    })
+    assert.equal(loadConfig({ METRICS_PORT: 'off' }).metrics, undefined)
+    assert.equal(loadConfig({ METRICS_PORT: 'OFF' }).metrics, undefined)
+    assert.equal(loadConfig({ PORT: '0', METRICS_PORT: '0' }).metrics?.port, 0)
+  })
+
+  test('anything else is one line naming the variable', () => {
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ METRICS_PORT: 'no' }, /^METRICS_PORT must be an integer from 0 to 65535, or off/],
+      [{ METRICS_PORT: '65536' }, /^METRICS_PORT must be an integer/],
+      [{ METRICS_PORT: '-1' }, /^METRICS_PORT must be an integer/],
+      [{ PORT: '9000', METRICS_PORT: '9000' }, /^METRICS_PORT must differ from PORT/],
+      [{ PORT: '9464' }, /^METRICS_PORT must differ from PORT/],
+      [{ METRICS_HOST: 'bad host!' }, /^METRICS_HOST must be an IP address/],
+      [{ METRICS_HOST: 'bad host!', METRICS_PORT: 'off' }, /^METRICS_HOST must be an IP/],
+    ]
+    for (const [env, message] of cases) {
+      assert.throws(
+        () => loadConfig(env),
+        (err: unknown) =>
+          err instanceof ConfigError && message.test(err.message) && !err.message.includes('\n'),
+        JSON.stringify(env),
+      )
+    }
+  })
+})
+
+// REDIS_URL and PETSTORE_REDIS_PREFIX (D9, D12): validated at start, one clear line.
+
+describe('REDIS_URL', () => {
+  test('unset or empty keeps rate-limit counters in memory', () => {
+    assert.equal(loadConfig({}).redis, undefined)
+    assert.equal(loadConfig({ REDIS_URL: '  ' }).redis, undefined)
+  })
+
+  test('redis:// and rediss:// (TLS), with credentials and a database number', () => {
+    for (const url of [
+      'redis://127.0.0.1:6379',
+      'redis://cache.internal',
+      'redis://:secret@cache.internal:6380/2',
+      'rediss://app:secret@cache.example.com:6380',
+    ]) {
+      assert.deepEqual(loadConfig({ REDIS_URL: url }).redis, { url, prefix: 'petstore:' })
+    }
+  })
+
+  test('PETSTORE_REDIS_PREFIX names the keys; it must be visible ASCII without spaces', () => {
+    const config = loadConfig({ REDIS_URL: 'redis://cache', PETSTORE_REDIS_PREFIX: 'shop-eu:' })
+    assert.equal(config.redis?.prefix, 'shop-eu:')
+    for (const bad of ['a b', 'é:', 'x'.repeat(101)]) {
+      assert.throws(
+        () => loadConfig({ REDIS_URL: 'redis://cache', PETSTORE_REDIS_PREFIX: bad }),
+        /PETSTORE_REDIS_PREFIX must be 1 to 100 visible ASCII characters/,
+      )
+    }
+  })
+
+  test('anything else is one clear line that does not repeat the password', () => {
+    for (const bad of [
+      'http://:secret@cache:6379',
+      'redis://:secret@:6379',
+      'redis://:secret@cache:99999',
+      'redis://:secret@cache/zero',
+      'cache:6379',
+      'secret',
+    ]) {
+      assert.throws(
+        () => loadConfig({ REDIS_URL: bad }),
+        (err: Error) =>
+          /^REDIS_URL must be redis:\/\/\[user:password@\]host\[:port\]\[\/db\], or rediss:\/\//.test(
+            err.message,
+          ) &&
+          !err.message.includes('secret') &&
+          !err.message.includes('\n'),
+        bad,
+      )
+    }
   })
 })

@@ -4,6 +4,10 @@
 // a private PgBouncer in transaction mode, with fewer server connections than clients (D19).
 // Arguments are passed to every `node --test` run (e.g. --test-name-pattern).
 //
+// In each run the files that only build apps and stores in their own process share one process
+// (`--test-isolation=none`); those in ISOLATED, which start processes, a browser or a database
+// server of their own and mostly wait on them, get a process each, beside the shared one.
+//
 // Where no PostgreSQL is reachable, the PostgreSQL runs are replaced by one plain line and do not
 // fail the run, unless PETSTORE_REQUIRE_POSTGRES=1 (CI), which makes it fail. Without PgBouncer
 // its run is one plain line, or a failure with PETSTORE_REQUIRE_PGBOUNCER=1 (CI).
@@ -12,6 +16,7 @@ import { once } from 'node:events'
 import { globSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { ISOLATED, PGBOUNCER_RUN, POSTGRES_ONLY, POSTGRES_RUN } from './groups.ts'
 import {
   absentLine,
   PGBOUNCER_REQUIRED,
@@ -31,30 +36,6 @@ const env: NodeJS.ProcessEnv = {
     process.env.NODE_COMPILE_CACHE ?? join(tmpdir(), 'petstore-test-compile-cache'),
 }
 
-/** Test files that exist only for PostgreSQL; the SQLite run leaves them out. */
-const POSTGRES_ONLY = [
-  'test/store/postgres.test.ts',
-  'test/store/pgbouncer.test.ts',
-  'test/store/postgres-disk-full.test.ts',
-  'test/scale/*.test.ts',
-]
-/**
- * The HTTP tests whose outcome depends on the engine: what is stored and read back, readiness,
- * a failing database, the pool's metrics. The others (auth, errors, headers, validation, logs,
- * load shedding, rate limits) never reach past the store interface; they run once, on SQLite.
- */
-const ENGINE_HTTP = [
-  'create-pet',
-  'create-pet-bytes',
-  'get-pet',
-  'health',
-  'idempotency',
-  'list-pets',
-  'metrics',
-  'unavailable',
-].map((name) => `test/http/${name}.test.ts`)
-const POSTGRES_RUN = [...ENGINE_HTTP, ...POSTGRES_ONLY]
-const PGBOUNCER_RUN = [...ENGINE_HTTP, 'test/scale/instances.test.ts']
 /** The pooler's server connections: three instances of pool 10 share five (D19). */
 const PGBOUNCER_POOL_SIZE = 5
 
@@ -70,21 +51,26 @@ interface RunResult {
   output: string
 }
 
-/**
- * One `node --test` run of `concurrency` files at a time; `keep` holds its output back (for a
- * run going on beside another).
- */
+interface RunOptions {
+  /** Isolated files run this many at a time. */
+  concurrency?: number
+  /** Holds the output back (for a run going on beside another) instead of showing it. */
+  keep?: boolean
+}
+
+/** One `node --test` run; `shared` runs every file in one process (`--test-isolation=none`). */
 async function nodeTest(
   testFiles: string[],
   runEnv: NodeJS.ProcessEnv,
-  { concurrency = 1, keep = false } = {},
+  { concurrency = 1, keep = false, shared = false }: RunOptions & { shared?: boolean },
 ): Promise<RunResult> {
+  if (testFiles.length === 0) return { ok: true, output: '' }
   const child = spawn(
     process.execPath,
     [
       '--test',
       '--test-reporter=spec',
-      `--test-concurrency=${concurrency}`,
+      shared ? '--test-isolation=none' : `--test-concurrency=${concurrency}`,
       ...forwarded,
       ...testFiles,
     ],
@@ -101,13 +87,41 @@ async function nodeTest(
   return { ok: code === 0, output }
 }
 
+/**
+ * The files of one engine's run: those that share a process, and beside them the ISOLATED ones,
+ * a process each. Shown as they come unless `keep`; the shared part's report is kept and shown
+ * after the isolated part's, so that the two do not interleave.
+ */
+async function engineRun(
+  testFiles: string[],
+  runEnv: NodeJS.ProcessEnv,
+  { concurrency = 1, keep = false }: RunOptions = {},
+): Promise<RunResult> {
+  const isolated = new Set(files(ISOLATED))
+  const [shared, alone] = await Promise.all([
+    nodeTest(
+      testFiles.filter((file) => !isolated.has(file)),
+      runEnv,
+      { shared: true, keep: true },
+    ),
+    // In ISOLATED's order, longest first.
+    nodeTest(
+      ISOLATED.filter((file) => testFiles.includes(file)),
+      runEnv,
+      { concurrency, keep },
+    ),
+  ])
+  if (!keep) process.stdout.write(shared.output)
+  return { ok: shared.ok && alone.ok, output: keep ? alone.output + shared.output : '' }
+}
+
 const postgresEnv = { ...env, PETSTORE_TEST_DATABASE: 'postgres' }
 
 /** The run behind PgBouncer, with its own private pooler, beside the direct PostgreSQL run. */
 async function pgbouncerRun(): Promise<RunResult> {
   const bouncer = await startPgBouncer({ poolSize: PGBOUNCER_POOL_SIZE })
   try {
-    return await nodeTest(
+    return await engineRun(
       files(PGBOUNCER_RUN),
       { ...postgresEnv, PETSTORE_TEST_PGBOUNCER: `127.0.0.1:${bouncer.port}` },
       { keep: true },
@@ -117,17 +131,17 @@ async function pgbouncerRun(): Promise<RunResult> {
   }
 }
 
-// The three runs go at once, the SQLite run two files at a time: most of their time is spent
-// waiting on child processes, sockets and databases, which leaves the cores idle (measured: 0.6
-// of 2 cores busy when the runs went one after the other, a file at a time; 131 → 125 s wall
-// when the PgBouncer run stopped waiting for the direct one). The PostgreSQL reports are printed
-// after the SQLite run's.
+// The three runs go at once, the SQLite run's isolated files two at a time: most of their time
+// is spent waiting on child processes, sockets and databases, which leaves the cores idle
+// (measured: 0.6 of 2 cores busy when the runs went one after the other, a file at a time; 131 →
+// 125 s wall when the PgBouncer run stopped waiting for the direct one). The PostgreSQL reports
+// are printed after the SQLite run's.
 const reachable = await postgresReachable()
 const withPgbouncer = reachable && pgbouncerBinary() !== undefined
 const postgresRuns = reachable
   ? (async () => {
       const [direct, behindPgbouncer] = await Promise.all([
-        nodeTest(files(POSTGRES_RUN), postgresEnv, { keep: true }),
+        engineRun(files(POSTGRES_RUN), postgresEnv, { keep: true }),
         withPgbouncer ? pgbouncerRun() : undefined,
       ])
       return { direct, behindPgbouncer }
@@ -136,7 +150,7 @@ const postgresRuns = reachable
 
 console.log('== SQLite: every test')
 const sqliteOk = (
-  await nodeTest(files(['test/**/*.test.ts'], POSTGRES_ONLY), env, { concurrency: 2 })
+  await engineRun(files(['test/**/*.test.ts'], POSTGRES_ONLY), env, { concurrency: 2 })
 ).ok
 
 let postgresOk = true

@@ -3,7 +3,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { freePort } from '../../test/helpers/free-port.ts'
 
 const TASKSET = '/usr/bin/taskset'
 
@@ -13,15 +13,6 @@ export const pinning = existsSync(TASKSET) ? { server: '0', load: '1' } : undefi
 /** Pins this process (all its threads) to the load generator's core. */
 export function pinSelf(): void {
   if (pinning) execFileSync(TASKSET, ['-a', '-cp', pinning.load, String(process.pid)])
-}
-
-export async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const address = server.address()
-  server.close()
-  if (address === null || typeof address === 'string') throw new Error('no TCP address')
-  return address.port
 }
 
 export interface ServerProcess {

@@ -27,7 +27,11 @@ const selfUs = new Map<number, number>()
 profile.samples.forEach((id, i) => {
   selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0))
 })
-const total = [...selfUs.values()].reduce((a, b) => a + b, 0)
+// Shares are of the busy time: the profile also samples the idle periods while the references run.
+const idleIds = new Set(
+  profile.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id),
+)
+const total = [...selfUs].reduce((sum, [id, us]) => (idleIds.has(id) ? sum : sum + us), 0)
 
 const where = (n: ProfileNode) => {
   const url = n.callFrame.url.replace(/^.*\/(node_modules\/|src\/)/, '$1')
@@ -37,11 +41,12 @@ const where = (n: ProfileNode) => {
 // Self time, grouped by function (a function appears at many places in the tree).
 const self = new Map<string, number>()
 for (const [id, us] of selfUs) {
+  if (idleIds.has(id)) continue
   const node = byId.get(id)
   if (node) self.set(where(node), (self.get(where(node)) ?? 0) + us)
 }
 const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, Number(countArg ?? 40))
-process.stdout.write(`total ${(total / 1000).toFixed(0)} ms sampled\n\nself time:\n`)
+process.stdout.write(`${(total / 1000).toFixed(0)} ms busy\n\nself time (share of busy time):\n`)
 for (const [name, us] of top) {
   process.stdout.write(`${((100 * us) / total).toFixed(1).padStart(5)}%  ${name}\n`)
 }
@@ -52,7 +57,7 @@ const inclusive = new Map<string, number>()
 const walk = (id: number, onStack: Set<string>): number => {
   const node = byId.get(id)
   if (!node) return 0
-  let us = selfUs.get(id) ?? 0
+  let us = idleIds.has(id) ? 0 : (selfUs.get(id) ?? 0)
   const name = where(node)
   const fresh = !onStack.has(name)
   if (fresh) onStack.add(name)

@@ -3,34 +3,9 @@
 // so a smoke test also exercises what clients run: paging by Link, retries, Idempotency-Key.
 import { type Pet, type PetStatus, Petstore, PetstoreError } from '../../client/src/index.ts'
 import { PetStatus as PetStatusSchema } from '../contract/schemas.ts'
+import type { CliIo, TextSink } from './io.ts'
 import { formatTable } from './table.ts'
 import { CommandError, parse, UsageError } from './usage.ts'
-
-export const PETS_HELP = `Usage: petstore pets list [--status S] [--limit N] [--all] [--json]
-       petstore pets add --name NAME --category-id ID [--status S] [--idempotency-key K] [--json]
-       petstore pets get ID [--json]
-
-Calls a running service's API with the client SDK (petstore-client): a smoke test of any
-deployment, from anywhere that reaches it.
-
-  list                   the first page of pets, or every page with --all (followed by their
-                         Link: rel="next"); --status: only available, pending or sold; --limit:
-                         pets per page, 1 to 100 (the service's default is 20)
-  add                    add a pet and print it. Retried after a lost answer, it still makes one
-                         pet: the Idempotency-Key is new per command unless --idempotency-key
-                         gives it (give the same key to repeat a create safely)
-  get ID                 one pet (getPet: deprecated, removed on 5 December 2030)
-
-Options:
-  --url URL              the service's base address, ending in /v1
-                         (default: PETSTORE_URL), e.g. http://127.0.0.1:8080/v1
-  --key KEY              the API key (default: PETSTORE_API_KEY; the environment keeps it out
-                         of the process list and the shell history)
-  --json                 one JSON object per line instead of a table
-  -h, --help             this help
-
-Network errors, timeouts, 429 and 503 are retried twice, waiting as Retry-After asks (up to 30 s).
-A failure is one line with the service's request id, and exit code 1.`
 
 const STATUSES: readonly string[] = PetStatusSchema.enum
 
@@ -44,13 +19,11 @@ const COMMON = {
 type Output = (pets: AsyncIterable<Pet> | Pet[]) => Promise<void>
 
 /**
- * Checks the arguments and returns what carries the command out. `env` gives PETSTORE_URL and
- * PETSTORE_API_KEY (the service's own configuration plays no part: the service may be anywhere).
+ * Checks the arguments and returns what carries the command out. `io.env` gives PETSTORE_URL and
+ * PETSTORE_API_KEY (the service's own configuration plays no part: the service may be anywhere);
+ * the pets go to `io.stdout`.
  */
-export function petsCommand(
-  args: string[],
-  env: Readonly<Record<string, string | undefined>>,
-): () => Promise<void> {
+export function petsCommand(args: string[], io: CliIo): () => Promise<void> {
   const [action, ...rest] = args
   switch (action) {
     case 'list': {
@@ -63,17 +36,17 @@ export function petsCommand(
           all: { type: 'boolean', default: false },
         },
       })
-      const petstore = client(values, env)
+      const petstore = client(values, io.env)
       const params = {
         ...(values.status === undefined ? {} : { status: status(values.status) }),
         ...(values.limit === undefined ? {} : { limit: limit(values.limit) }),
       }
       return attempt(async () => {
-        if (values.all) return print(values.json)(petstore.pets.list(params))
+        if (values.all) return print(values.json, io.stdout)(petstore.pets.list(params))
         const page = await petstore.pets.listPage(params)
-        await print(values.json)(page.pets)
+        await print(values.json, io.stdout)(page.pets)
         if (page.nextCursor !== undefined && !values.json) {
-          process.stderr.write('More pets follow: --all lists every page.\n')
+          io.stderr.write('More pets follow: --all lists every page.\n')
         }
       })
     }
@@ -91,7 +64,7 @@ export function petsCommand(
       if (values.name === undefined || values['category-id'] === undefined) {
         throw new UsageError('pets add needs --name NAME and --category-id ID')
       }
-      const petstore = client(values, env)
+      const petstore = client(values, io.env)
       const newPet = {
         name: values.name,
         categoryId: positiveInteger('--category-id', values['category-id']),
@@ -103,7 +76,7 @@ export function petsCommand(
           newPet,
           key === undefined ? {} : { idempotencyKey: key },
         )
-        await print(values.json)([pet])
+        await print(values.json, io.stdout)([pet])
       })
     }
     case 'get': {
@@ -113,10 +86,10 @@ export function petsCommand(
         throw new UsageError("pets get needs one argument: the pet's id")
       }
       const petId = positiveInteger('the id', id)
-      const petstore = client(values, env)
+      const petstore = client(values, io.env)
       return attempt(async () => {
         // getPet is deprecated (D7); this command exists for as long as the operation does.
-        await print(values.json)([await petstore.pets.get(petId)])
+        await print(values.json, io.stdout)([await petstore.pets.get(petId)])
       })
     }
     case undefined:
@@ -194,17 +167,17 @@ function errorLine(err: PetstoreError): string {
 }
 
 /** JSON lines as pets come (a long --all streams), or a table once all have come. */
-function print(json: boolean): Output {
+function print(json: boolean, stdout: TextSink): Output {
   return async (pets) => {
     if (json) {
-      for await (const pet of pets) process.stdout.write(`${JSON.stringify(pet)}\n`)
+      for await (const pet of pets) stdout.write(`${JSON.stringify(pet)}\n`)
       return
     }
     const rows: string[][] = []
     for await (const pet of pets) {
       rows.push([String(pet.id), pet.name, String(pet.categoryId), pet.status ?? ''])
     }
-    if (rows.length === 0) process.stdout.write('No pets.\n')
-    else process.stdout.write(formatTable(['ID', 'NAME', 'CATEGORY', 'STATUS'], rows))
+    if (rows.length === 0) stdout.write('No pets.\n')
+    else stdout.write(formatTable(['ID', 'NAME', 'CATEGORY', 'STATUS'], rows))
   }
 }

@@ -37,7 +37,7 @@ export interface PetRoutesOptions {
  * Declared for the OpenAPI document only: every header arrives as a string, so this never
  * refuses one; the handler reads the field lines themselves (routes/idempotency.ts).
  */
-const CreatePetHeaders = Type.Object({
+export const CreatePetHeaders = Type.Object({
   'Idempotency-Key': Type.Optional(
     Type.String({
       description:

@@ -8,10 +8,10 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { accessSync, chownSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { Client } from 'pg'
+import { freePort } from './free-port.ts'
 import { ADMIN_URL } from './postgres.ts'
 
 /** CI sets this: a missing PgBouncer then fails the run instead of skipping its tests. */
@@ -65,15 +65,6 @@ export interface PgBouncer {
   /** What PgBouncer wrote to stderr so far (its log). */
   log(): string
   stop(): Promise<void>
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const address = server.address()
-  server.close()
-  if (address === null || typeof address === 'string') throw new Error('no TCP address')
-  return address.port
 }
 
 function upstreamOf(url: string): { host: string; port: number } {

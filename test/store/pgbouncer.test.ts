@@ -19,6 +19,27 @@ import { storeContract } from './contract.ts'
 
 const skip = (await postgresSkipReason()) ?? pgbouncerSkipReason()
 
+/**
+ * With the pets table locked from a direct connection to `url`, `attempt` fails as unavailable
+ * because the server's statement timeout fired (57014), not the client's own wait.
+ */
+async function assertTimesOutOnLockedPets(url: string, attempt: () => Promise<unknown>) {
+  await onDatabase(url, async (holder) => {
+    await holder.query('BEGIN')
+    await holder.query('LOCK TABLE pets IN ACCESS EXCLUSIVE MODE')
+    try {
+      const error = await attempt().then(
+        () => undefined,
+        (err: unknown) => err,
+      )
+      assert.ok(error instanceof StoreUnavailableError, `got ${error}`)
+      assert.equal((error.cause as { code?: string }).code, '57014')
+    } finally {
+      await holder.query('ROLLBACK')
+    }
+  })
+}
+
 function claim(key: string): IdempotencyClaim {
   const now = new Date()
   return {
@@ -140,23 +161,10 @@ describe('postgres behind PgBouncer (transaction mode)', { skip }, () => {
     })
 
     test("a transaction's statement timeout fires on the server (57014), as unavailable", async () => {
-      await onDatabase(db.url, async (holder) => {
-        // The table locked from a direct connection: the keyed create's INSERT must wait.
-        await holder.query('BEGIN')
-        await holder.query('LOCK TABLE pets IN ACCESS EXCLUSIVE MODE')
-        try {
-          const error = await store.pets
-            .createIdempotent({ name: 'waits', categoryId: 1 }, claim('timeout'))
-            .then(
-              () => undefined,
-              (err: unknown) => err,
-            )
-          assert.ok(error instanceof StoreUnavailableError, `got ${error}`)
-          assert.equal((error.cause as { code?: string }).code, '57014')
-        } finally {
-          await holder.query('ROLLBACK')
-        }
-      })
+      // The keyed create's INSERT must wait for the table.
+      await assertTimesOutOnLockedPets(db.url, () =>
+        store.pets.createIdempotent({ name: 'waits', categoryId: 1 }, claim('timeout')),
+      )
       assert.ok(await store.pets.create({ name: 'after the lock', categoryId: 1 }))
     })
 
@@ -175,20 +183,9 @@ describe('postgres behind PgBouncer (transaction mode)', { skip }, () => {
       })
       try {
         await plain.migrate()
-        await onDatabase(limited.url, async (holder) => {
-          await holder.query('BEGIN')
-          await holder.query('LOCK TABLE pets IN ACCESS EXCLUSIVE MODE')
-          try {
-            const error = await plain.pets.create({ name: 'waits', categoryId: 1 }).then(
-              () => undefined,
-              (err: unknown) => err,
-            )
-            assert.ok(error instanceof StoreUnavailableError, `got ${error}`)
-            assert.equal((error.cause as { code?: string }).code, '57014')
-          } finally {
-            await holder.query('ROLLBACK')
-          }
-        })
+        await assertTimesOutOnLockedPets(limited.url, () =>
+          plain.pets.create({ name: 'waits', categoryId: 1 }),
+        )
       } finally {
         await plain.close()
         await limited.drop()

@@ -1,0 +1,28 @@
+// `petstore pets --help`, apart from the command (pets.ts) so that the help does not load the
+// client SDK and the schemas the command needs.
+
+export const PETS_HELP = `Usage: petstore pets list [--status S] [--limit N] [--all] [--json]
+       petstore pets add --name NAME --category-id ID [--status S] [--idempotency-key K] [--json]
+       petstore pets get ID [--json]
+
+Calls a running service's API with the client SDK (petstore-client): a smoke test of any
+deployment, from anywhere that reaches it.
+
+  list                   the first page of pets, or every page with --all (followed by their
+                         Link: rel="next"); --status: only available, pending or sold; --limit:
+                         pets per page, 1 to 100 (the service's default is 20)
+  add                    add a pet and print it. Retried after a lost answer, it still makes one
+                         pet: the Idempotency-Key is new per command unless --idempotency-key
+                         gives it (give the same key to repeat a create safely)
+  get ID                 one pet (getPet: deprecated, removed on 5 December 2030)
+
+Options:
+  --url URL              the service's base address, ending in /v1
+                         (default: PETSTORE_URL), e.g. http://127.0.0.1:8080/v1
+  --key KEY              the API key (default: PETSTORE_API_KEY; the environment keeps it out
+                         of the process list and the shell history)
+  --json                 one JSON object per line instead of a table
+  -h, --help             this help
+
+Network errors, timeouts, 429 and 503 are retried twice, waiting as Retry-After asks (up to 30 s).
+A failure is one line with the service's request id, and exit code 1.`

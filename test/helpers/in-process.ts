@@ -1,0 +1,32 @@
+// Runs a `petstore` command in the test's own process: main() with captured output and an
+// environment of its own. A child process costs ~0.3–0.7 s of CPU to start Node.js and load the
+// modules; this costs none, so the many cases about arguments, messages and exit codes run here,
+// and helpers/process.ts's runCli keeps the few where the real process matters (bin/petstore.js,
+// its streams, exits that end the process). Not for a `serve` that gets as far as starting: it
+// listens, and exits the process; its argument and configuration errors come before that.
+import { main } from '../../src/cli/petstore.ts'
+import type { CommandResult } from './process.ts'
+
+/**
+ * Runs `petstore ...args` with `env` as its whole environment (nothing of this process's), to
+ * completion; the exit code is what main returns.
+ */
+export async function runMain(args: string[], env: Record<string, string>): Promise<CommandResult> {
+  let stdout = ''
+  let stderr = ''
+  const io = {
+    stdout: {
+      write(text: string) {
+        stdout += text
+      },
+    },
+    stderr: {
+      write(text: string) {
+        stderr += text
+      },
+    },
+    env: { ...env },
+  }
+  const code = await main(args, io)
+  return { code, stdout, stderr }
+}
