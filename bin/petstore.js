@@ -38,6 +38,14 @@ if (args[0] === 'serve' && !semiSpaceChosen && typeof process.execve === 'functi
     process.env,
   )
 }
+// Node's compile cache (in the system's temporary folder unless NODE_COMPILE_CACHE names
+// another; NODE_DISABLE_COMPILE_CACHE=1 turns it off) keeps each module as compiled, and for our
+// TypeScript the type-stripped source too. From the second start on, Node's TypeScript loader (a
+// WebAssembly module) is not loaded at all: a started server's RSS 110 → 91 MB, `petstore --help`
+// half the CPU (measured; docs/decisions.md, "Memory under load"). The first start after an
+// install or an upgrade fills it.
+const { enableCompileCache } = await import('node:module')
+enableCompileCache?.()
 // Started by npm (npx, which sets npm_lifecycle_event for what it runs), the server must not
 // outlive its launcher (D11; src/cli/npm-launcher.ts).
 if (args[0] === 'serve' && process.env.npm_lifecycle_event !== undefined) {
