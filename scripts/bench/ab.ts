@@ -7,7 +7,8 @@
 //        [--seconds 3] [--connections 50] [--pets 1000000] [--node-flags="--max-semi-space-size=4"]
 //
 // --node-flags: flags for this checkout's `node` only, to measure a flag against its absence
-// (then --base may be this checkout too).
+// (then --base may be this checkout too). --env NAME=VALUE (repeatable): a setting for this
+// checkout's service only, e.g. --env METRICS_PORT=off to measure what metrics cost.
 import { copyFileSync, readdirSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -29,6 +30,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '50' },
     pets: { type: 'string', default: '1000000' },
     'node-flags': { type: 'string', default: '' },
+    env: { type: 'string', multiple: true, default: [] },
   },
 })
 if (args.base === undefined) {
@@ -60,8 +62,20 @@ function seededCopy(name: string): string {
 
 const key = generateApiKey('production')
 const flags = args['node-flags'].split(' ').filter((flag) => flag !== '')
+const candidateEnv = Object.fromEntries(
+  args.env.map((setting) => {
+    const at = setting.indexOf('=')
+    if (at < 1) throw new Error(`--env takes NAME=VALUE, not ${setting}`)
+    return [setting.slice(0, at), setting.slice(at + 1)]
+  }),
+)
 
-function start(name: string, checkout: string, nodeFlags: string[]): Promise<ServerProcess> {
+function start(
+  name: string,
+  checkout: string,
+  nodeFlags: string[],
+  env: Record<string, string> = {},
+): Promise<ServerProcess> {
   return startServer(
     name,
     [...nodeFlags, join(checkout, 'bin/petstore.js'), 'serve'],
@@ -74,6 +88,7 @@ function start(name: string, checkout: string, nodeFlags: string[]): Promise<Ser
       // Load shedding stays on (its hook runs for every request, as shipped), with a threshold
       // that a busy shared machine does not reach: a shed request would void the round.
       PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '5000',
+      ...env,
     },
     '/readyz',
   )
@@ -81,7 +96,7 @@ function start(name: string, checkout: string, nodeFlags: string[]): Promise<Ser
 
 pinSelf()
 const baseline = await start('base', base, [])
-const candidate = await start('this', ROOT, flags)
+const candidate = await start('this', ROOT, flags, candidateEnv)
 const log = (line: string) => process.stdout.write(`${line}\n`)
 const settings = {
   rounds: Number(args.rounds),

@@ -1,0 +1,122 @@
+// http_server_request_duration_seconds is counted by our own histogram (src/request-durations.ts)
+// for speed; what a scrape shows must be what prom-client's Histogram would show for the same
+// observations, in one process and summed across cluster workers.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import fc from 'fast-check'
+import { AggregatorRegistry, Histogram, Registry } from 'prom-client'
+import { RequestDurations } from '../src/request-durations.ts'
+import { type Family, parseExposition } from './helpers/prometheus.ts'
+
+const NAME = 'http_server_request_duration_seconds'
+const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10]
+
+interface Observation {
+  method: string
+  route: string
+  status: number
+  seconds: number
+}
+
+const observation = fc.record({
+  method: fc.constantFrom('GET', 'POST', 'HEAD', '_OTHER'),
+  route: fc.constantFrom('/v1/pets', '/v1/pets/{petId}', '', '/healthz'),
+  status: fc.constantFrom(200, 201, 304, 400, 404, 503),
+  // Bucket bounds themselves too: `le` is "less than or equal".
+  seconds: fc.oneof(fc.constantFrom(...BUCKETS, 0), fc.double({ min: 0, max: 20, noNaN: true })),
+})
+
+function ours(observations: Observation[]): Registry {
+  const registry = new Registry()
+  const durations = new RequestDurations({ name: NAME, help: 'h', buckets: BUCKETS, registry })
+  for (const { method, route, status, seconds } of observations) {
+    durations.observe(method, route, status, seconds)
+  }
+  return registry
+}
+
+function promClients(observations: Observation[]): Registry {
+  const registry = new Registry()
+  const histogram = new Histogram({
+    name: NAME,
+    help: 'h',
+    labelNames: ['http_request_method', 'http_route', 'http_response_status_code'],
+    buckets: BUCKETS,
+    registers: [registry],
+  })
+  for (const { method, route, status, seconds } of observations) {
+    histogram.observe(
+      { http_request_method: method, http_route: route, http_response_status_code: String(status) },
+      seconds,
+    )
+  }
+  return registry
+}
+
+/** A family's samples keyed by name and labels (label order is the writer's choice). */
+function samples(family: Family | undefined): Map<string, number> {
+  assert.ok(family, 'the family is exposed')
+  assert.equal(family.type, 'histogram')
+  const byKey = new Map<string, number>()
+  for (const { name, labels, value } of family.samples) {
+    const key = `${name}${JSON.stringify(Object.entries(labels).sort())}`
+    assert.ok(!byKey.has(key), `${key} twice`)
+    byKey.set(key, value)
+  }
+  return byKey
+}
+
+function assertSameSamples(actual: Map<string, number>, expected: Map<string, number>): void {
+  assert.deepEqual([...actual.keys()].sort(), [...expected.keys()].sort())
+  for (const [key, value] of expected) {
+    // The sums add the same numbers in the same order; still, allow for the last bit.
+    const got = actual.get(key) as number
+    assert.ok(
+      Math.abs(got - value) <= 1e-9 * Math.max(1, Math.abs(value)),
+      `${key}: ${got} ≠ ${value}`,
+    )
+  }
+}
+
+test('a scrape shows what prom-client’s Histogram shows for the same observations', async () => {
+  await fc.assert(
+    fc.asyncProperty(fc.array(observation, { maxLength: 60 }), async (observations) => {
+      const exposed = parseExposition(await ours(observations).metrics())
+      const expected = parseExposition(await promClients(observations).metrics())
+      if (observations.length === 0) {
+        assert.deepEqual(exposed.get(NAME)?.samples ?? [], [])
+        return
+      }
+      assertSameSamples(samples(exposed.get(NAME)), samples(expected.get(NAME)))
+    }),
+    { numRuns: 200 },
+  )
+})
+
+test('summed across cluster workers as prom-client sums its own histograms', async () => {
+  const workers = [
+    [{ method: 'GET', route: '/v1/pets', status: 200, seconds: 0.003 }],
+    [
+      { method: 'GET', route: '/v1/pets', status: 200, seconds: 0.2 },
+      { method: 'POST', route: '/v1/pets', status: 201, seconds: 0.004 },
+    ],
+  ]
+  const aggregate = async (registries: Registry[]) =>
+    AggregatorRegistry.aggregate(
+      await Promise.all(registries.map((registry) => registry.getMetricsAsJSON())),
+    ).metrics()
+  const exposed = parseExposition(await aggregate(workers.map(ours)))
+  const expected = parseExposition(await aggregate(workers.map(promClients)))
+  assertSameSamples(samples(exposed.get(NAME)), samples(expected.get(NAME)))
+  assert.equal(
+    samples(exposed.get(NAME)).get(
+      `${NAME}_count${JSON.stringify([
+        ['http_request_method', 'GET'],
+        ['http_response_status_code', '200'],
+        ['http_route', '/v1/pets'],
+      ])}`,
+    ),
+    2,
+    'both workers’ GETs are counted',
+  )
+})
