@@ -89,7 +89,8 @@ if (!chromiumPresent) {
 
     test('creates, pages, gets and reads errors across origins', async () => {
       const page = await browser.newPage()
-      page.setDefaultTimeout(15_000)
+        // A guard, not a wait: the browser shares two cores with every other test run.
+      page.setDefaultTimeout(30_000)
       await page.goto(`${files.origin}/`)
       const result = await page.evaluate(
         async ({ baseUrl, apiKey, moduleUrl }) => {
