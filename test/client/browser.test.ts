@@ -89,7 +89,7 @@ if (!chromiumPresent) {
 
     test('creates, pages, gets and reads errors across origins', async () => {
       const page = await browser.newPage()
-        // A guard, not a wait: the browser shares two cores with every other test run.
+      // A guard, not a wait: the browser shares two cores with every other test run.
       page.setDefaultTimeout(30_000)
       await page.goto(`${files.origin}/`)
       const result = await page.evaluate(
