@@ -1,7 +1,7 @@
 // D9: loadConfig is a pure function of the environment, so every bad value is tested here rather
 // than by starting a process; cli.test.ts starts one to show how such a line reaches the
 // operator (stderr, exit code 1). The describes after the first test the variables with more
-// rules of their own, one a variable or group (one file: each test file is a process to start).
+// rules of their own, one a variable or group.
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { ConfigError, loadConfig } from '../src/config.ts'

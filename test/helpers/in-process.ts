@@ -8,8 +8,10 @@ import { main } from '../../src/cli/petstore.ts'
 import type { CommandResult } from './process.ts'
 
 /**
- * Runs `petstore ...args` with `env` as its whole environment (nothing of this process's), to
- * completion; the exit code is what main returns.
+ * Runs `petstore ...args` with `env` as its configuration (nothing of this process's reaches
+ * loadConfig), to completion; the exit code is what main returns. Libraries read their own
+ * variables from the process as they would in the real command: `pg` fills what a
+ * DATABASE_URL leaves out (password, SSL mode, user) from PGPASSWORD, PGSSLMODE, USER.
  */
 export async function runMain(args: string[], env: Record<string, string>): Promise<CommandResult> {
   let stdout = ''
