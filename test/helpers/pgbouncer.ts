@@ -122,9 +122,28 @@ async function waitUntilServing(url: string, child: ChildProcess, log: () => str
   }
 }
 
+/** Tries before a start that lost its port to another process counts as failed. */
+const START_TRIES = 3
+
+/**
+ * Starts a private PgBouncer. The port is free when chosen but is bound only by PgBouncer, so
+ * another process may take it in between (the test runs go on at once): such a start is retried
+ * on another port.
+ */
 export async function startPgBouncer(options: PgBouncerOptions): Promise<PgBouncer> {
   const binary = pgbouncerBinary()
   if (binary === undefined) throw new Error(absentLine())
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(binary, options)
+    } catch (err) {
+      const portTaken = err instanceof Error && /address already in use/i.test(err.message)
+      if (!portTaken || attempt === START_TRIES) throw err
+    }
+  }
+}
+
+async function startOnce(binary: string, options: PgBouncerOptions): Promise<PgBouncer> {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-pgbouncer-'))
   const port = await freePort()
   const user = new URL(ADMIN_URL).username || 'postgres'
