@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { parseApiKey } from '../src/keys/api-key.ts'
 import { runMain } from './helpers/in-process.ts'
+import { ADMIN_URL, postgresSkipReason } from './helpers/postgres.ts'
 import { runCli, startService } from './helpers/process.ts'
 import { tempDir } from './helpers/server.ts'
 
@@ -259,7 +260,7 @@ describe('petstore CLI', () => {
       ],
       [
         'postgres://petstore@127.0.0.1:1/petstore',
-        /^petstore: the PostgreSQL database is unreachable \(.+\)$/,
+        /^petstore: cannot connect to PostgreSQL at 127\.0\.0\.1:1 as "petstore" \(DATABASE_URL\): nothing accepts connections there; .+\?$/,
       ],
     ] as const) {
       // serve, alone and as a cluster's primary, as processes: a failed start ends the process
@@ -273,6 +274,46 @@ describe('petstore CLI', () => {
         assert.match(lines[0] ?? '', expected)
       }
     }
+  })
+
+  test('a PostgreSQL that refuses the database or the role: one line saying what to do, exit 1, for every command', async (t) => {
+    const skip = await postgresSkipReason()
+    if (skip !== undefined) return t.skip(skip)
+    const admin = new URL(ADMIN_URL)
+    const at = `${admin.hostname}:${admin.port || '5432'}`
+    const url = (user: string, database: string) => {
+      const made = new URL(ADMIN_URL)
+      made.username = user
+      // The server trusts this machine and ignores it; the line must never show it.
+      made.password = 'not-to-be-shown'
+      made.pathname = `/${database}`
+      return made.toString()
+    }
+    const adminUser = admin.username || 'postgres'
+    const cases = [
+      {
+        url: url(adminUser, 'petstore_no_such_database'),
+        line: `petstore: cannot connect to PostgreSQL at ${at} as "${adminUser}" (DATABASE_URL): there is no database "petstore_no_such_database"; create it (createdb -h ${admin.hostname} -p ${admin.port || '5432'} petstore_no_such_database) or name another in DATABASE_URL`,
+      },
+      {
+        url: url('petstore_no_such_role', 'postgres'),
+        line: `petstore: cannot connect to PostgreSQL at ${at} as "petstore_no_such_role" (DATABASE_URL): there is no role "petstore_no_such_role"; create it (createuser -h ${admin.hostname} -p ${admin.port || '5432'} petstore_no_such_role) or name another user in DATABASE_URL`,
+      },
+    ]
+    const commands = [['serve'], ['serve', '--workers', '2'], ['migrate'], ['keys', 'list']]
+    await Promise.all(
+      cases.flatMap(({ url, line }) =>
+        commands.map(async (args) => {
+          // serve as a process, alone and as a cluster's primary: what an operator sees.
+          const run = args[0] === 'serve' ? runCli : runMain
+          const result = await run(args, { ...env, DATABASE_URL: url, PORT: '0' })
+          assert.equal(result.code, 1, `${args.join(' ')}: ${result.stderr}`)
+          assert.equal(result.stderr, `${line}\n`, args.join(' '))
+          assert.doesNotMatch(result.stdout, /\bat .+:\d+:\d+\)?$/m, 'no stack frame')
+          assert.ok(!`${result.stdout}${result.stderr}`.includes('not-to-be-shown'))
+        }),
+      ),
+    )
   })
 
   test('--workers refuses an in-memory database, which its processes cannot share', async () => {

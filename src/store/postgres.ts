@@ -17,6 +17,7 @@ import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
 import type { OutageLogger } from '../outage-log.ts'
 import { postgresMigrations } from './migrations/postgres.ts'
 import { StoreOutages } from './outages.ts'
+import { explainConnectFailure } from './postgres-refusals.ts'
 import {
   type ApiKeyRecord,
   type ApiKeyRepository,
@@ -31,6 +32,7 @@ import {
   type PoolStats,
   type Store,
   type StoreObserver,
+  StoreOpenError,
   StoreUnavailableError,
   unobserved,
 } from './store.ts'
@@ -97,8 +99,20 @@ const SOCKET_ERROR_CODES = new Set([
 ])
 
 // Server errors a retry can outlive: 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot
-// connect now (starting up), 57014 statement timeout, 53300 too many connections.
-const RETRYABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57014', '53300'])
+// connect now (starting up), 57014 statement timeout, 53300 too many connections. And the
+// refusals of a new connection (3D000 no such database, 28000 no such role or no pg_hba.conf
+// line, 28P01 wrong password): at start they end it with one line (postgres-refusals.ts); once
+// running, a database dropped or a role changed under the service is an outage, 503, until fixed.
+const RETRYABLE_SQLSTATES = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  '57014',
+  '53300',
+  '3D000',
+  '28000',
+  '28P01',
+])
 
 function isConnectionFailure(err: unknown): boolean {
   if (!(err instanceof Error)) return false
@@ -471,10 +485,18 @@ class PostgresStore implements Store {
     // only keeps the 'error' event itself from ending the process.
     client.on('error', () => {})
     try {
-      await client.connect()
+      try {
+        await client.connect()
+      } catch (err) {
+        // Every command connects here first: a refusal is one line naming DATABASE_URL.
+        const { host, port, user = '', database = '' } = client
+        throw explainConnectFailure(err, { host, port, user, database }) ?? err
+      }
       return await applyMigrations(client)
     } catch (err) {
-      throw sortPostgresError(err)
+      throw err instanceof StoreOpenError || err instanceof StoreUnavailableError
+        ? err
+        : sortPostgresError(err)
     } finally {
       await client.end().catch(() => {})
     }
