@@ -17,7 +17,7 @@ import { startInstance } from './instance.ts'
 import { loggerOptions } from './logging.ts'
 import { clusterScrape } from './metrics.ts'
 import { listenForScrapes } from './metrics-server.ts'
-import { announceInitialKey, prepareStore } from './prepare.ts'
+import { announceInitialKey, prepareStore, startLine } from './prepare.ts'
 import { DRAIN_MS, drainAndExit, onTerminationSignals } from './shutdown.ts'
 import { openStore } from './store/open.ts'
 
@@ -77,6 +77,8 @@ async function prepareOnce(config: Readonly<Config>, log: Logger): Promise<void>
 async function runPrimary(config: Readonly<Config>, count: number): Promise<void> {
   const log = primaryLogger(config)
   await prepareOnce(config, log)
+  const start = startLine(config, count)
+  log.info(start.fields, start.message)
   if (count > 1 && config.rateLimit > 0 && config.redis === undefined) {
     log.warn(
       { workers: count, rateLimit: config.rateLimit },
@@ -87,7 +89,8 @@ async function runPrimary(config: Readonly<Config>, count: number): Promise<void
   // D17: one scrape of the primary sees every worker's figures, summed. Before the workers
   // start, so that a port in use stops the start before anything serves.
   if (config.metrics !== undefined) {
-    await listenForScrapes(config.metrics, clusterScrape(), log)
+    const metrics = await listenForScrapes(config.metrics, clusterScrape(), log)
+    metrics.announce()
   }
   new Supervisor(count, log).start()
 }

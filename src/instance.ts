@@ -105,7 +105,9 @@ export async function startInstance(
   return {
     app,
     listen: async () => {
-      await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG })
+      // Both listeners are bound before either is said to listen (Fastify logs "Server
+      // listening" as its own binds): a METRICS_PORT in use stops the start having said nothing,
+      // and a PORT in use closes the metrics listener again.
       if (metrics !== undefined && config.metrics !== undefined && !options.clusterWorker) {
         const { registry } = metrics
         metricsServer = await listenForScrapes(
@@ -114,6 +116,13 @@ export async function startInstance(
           app.log,
         )
       }
+      try {
+        await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG })
+      } catch (err) {
+        await metricsServer?.close()
+        throw err
+      }
+      metricsServer?.announce()
     },
     close: () => {
       closing ??= (async () => {

@@ -31,6 +31,11 @@ export class MetricsListenError extends Error {
 export interface MetricsServer {
   /** e.g. http://127.0.0.1:9464/metrics */
   readonly url: string
+  /**
+   * Logs "metrics listening at …". Not done on listening: the caller says it once every
+   * listener it opens is bound, so a start that fails on another port never said it listened.
+   */
+  announce(): void
   close(): Promise<void>
 }
 
@@ -72,9 +77,9 @@ export async function listenForScrapes(
   const { port } = server.address() as AddressInfo
   const host = listener.host.includes(':') ? `[${listener.host}]` : listener.host
   const url = `http://${host}:${port}${METRICS_PATH}`
-  log.info({ url }, `metrics listening at ${url}`)
   return {
     url,
+    announce: () => log.info({ url }, `metrics listening at ${url}`),
     close: () =>
       new Promise((resolve) => {
         server.close(() => resolve())

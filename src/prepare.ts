@@ -3,7 +3,24 @@
 // primary does it once for all (cluster.ts).
 import type { Config } from './config.ts'
 import { issueInitialKeyIfNone } from './keys/issue.ts'
+import { describeDatabase } from './store/open.ts'
 import type { Store } from './store/store.ts'
+
+/**
+ * The one line a start logs before it listens: which store (engine and where, never a
+ * password), how many processes, which environment. Under --workers the primary logs it.
+ */
+export function startLine(
+  config: Pick<Config, 'database' | 'env'>,
+  workers: number,
+): { fields: Record<string, string | number>; message: string } {
+  const database = describeDatabase(config.database)
+  const processes = workers === 1 ? '1 process' : `${workers} worker processes`
+  return {
+    fields: { ...database.fields, workers, environment: config.env },
+    message: `starting: ${database.text}; ${processes}; ${config.env}`,
+  }
+}
 
 export function announceInitialKey(key: string): void {
   process.stderr.write(

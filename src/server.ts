@@ -2,6 +2,7 @@
 // `serve --workers N` runs the same instance in N cluster workers instead (cluster.ts).
 import type { Config } from './config.ts'
 import { startInstance } from './instance.ts'
+import { startLine } from './prepare.ts'
 import { drainAndExit, onTerminationSignals } from './shutdown.ts'
 
 export async function serve(config: Readonly<Config>): Promise<void> {
@@ -31,5 +32,7 @@ export async function serve(config: Readonly<Config>): Promise<void> {
   process.on('uncaughtException', fail)
   process.on('unhandledRejection', fail)
 
+  const start = startLine(config, 1)
+  log.info(start.fields, start.message)
   await instance.listen()
 }

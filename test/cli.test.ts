@@ -10,7 +10,8 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { parseApiKey } from '../src/keys/api-key.ts'
 import { runMain } from './helpers/in-process.ts'
-import { ADMIN_URL, postgresSkipReason } from './helpers/postgres.ts'
+import { type LogLine, logLines } from './helpers/logs.ts'
+import { ADMIN_URL, createTestDatabase, postgresSkipReason } from './helpers/postgres.ts'
 import { runCli, startService } from './helpers/process.ts'
 import { tempDir } from './helpers/server.ts'
 
@@ -316,6 +317,59 @@ describe('petstore CLI', () => {
     )
   })
 
+  test('serve says once, before it listens, which store it uses, how many processes and the environment', async (t) => {
+    const lineOf = (stdout: string) => {
+      const lines = logLines(stdout).filter((l) => /^starting: /.test(l.msg ?? ''))
+      assert.equal(lines.length, 1, stdout)
+      const listening = logLines(stdout).findIndex((l) => /listening at/.test(l.msg ?? ''))
+      assert.ok(logLines(stdout).indexOf(lines[0] as LogLine) < listening, 'before listening')
+      return lines[0] as LogLine
+    }
+    const file = join(dir.path, 'cli.db')
+    for (const args of [[], ['--workers', '2']]) {
+      const service = await startService({ ...env, PETSTORE_ENV: 'production' }, args)
+      const workers = args.length === 0 ? 1 : 2
+      await service.stop()
+      const line = lineOf(service.stdout())
+      assert.equal(
+        line.msg,
+        `starting: SQLite database ${file}; ${workers === 1 ? '1 process' : '2 worker processes'}; production`,
+      )
+      assert.equal(line.engine, 'sqlite')
+      assert.equal(line.database, file)
+      assert.equal(line.workers, workers)
+      assert.equal(line.environment, 'production')
+    }
+    const skip = await postgresSkipReason()
+    if (skip !== undefined) return t.skip(skip)
+    const database = await createTestDatabase()
+    try {
+      const url = new URL(database.url)
+      // The server trusts this machine and ignores it; the line must never show it.
+      url.password = 'not-to-be-shown'
+      const service = await startService({
+        ...env,
+        DATABASE_URL: url.toString(),
+        DATABASE_POOLER: database.pooler,
+        PETSTORE_ENV: 'staging',
+      })
+      await service.stop()
+      const line = lineOf(service.stdout())
+      const port = Number(url.port || 5432)
+      assert.equal(
+        line.msg,
+        `starting: PostgreSQL database "${database.name}" at ${url.hostname}:${port} as "${url.username}", pooler ${database.pooler}, pool 10; 1 process; staging`,
+      )
+      assert.deepEqual(
+        [line.engine, line.host, line.port, line.database],
+        ['postgres', url.hostname, port, database.name],
+      )
+      assert.ok(!service.stdout().includes('not-to-be-shown'))
+    } finally {
+      await database.drop()
+    }
+  })
+
   test('--workers refuses an in-memory database, which its processes cannot share', async () => {
     const result = await runCli(['serve', '--workers', '2'], {
       ...env,
@@ -379,8 +433,11 @@ describe('petstore CLI', () => {
           ...env,
           PORT: '0',
           METRICS_PORT: String(port),
+          LOG_LEVEL: 'info',
         })
         assert.equal(result.code, 1, args.join(' '))
+        // Nothing said it listened: the API's port is bound only with the metrics port.
+        assert.doesNotMatch(result.stdout, /listening/i, args.join(' '))
         const lines = result.stderr.trim().split('\n')
         assert.equal(lines.length, 1, result.stderr)
         assert.equal(

@@ -124,7 +124,11 @@ async function serveCommand(args: string[]): Promise<Run> {
   }
   return async (config) => {
     try {
-      if (workers === undefined) return await serve(config)
+      // HOST:PORT first, so that its failure is the one said when METRICS_HOST follows HOST.
+      if (workers === undefined) {
+        await checkListen(config)
+        return await serve(config)
+      }
       if (config.database.engine === 'sqlite' && config.database.path === ':memory:') {
         throw new UsageError(
           '--workers needs a database its processes share; sqlite::memory: lives inside one process',
@@ -170,11 +174,14 @@ const LISTEN_FAILURES: Partial<Record<string, string>> = {
 }
 
 /**
- * `serve --workers`: node:cluster binds the port in the primary and hands a failure to each
- * worker, which the primary then replaces, three times, before it gives up. So the primary
- * first listens on HOST:PORT itself and lets go at once, and a busy port or a wrong HOST is one
- * line before any worker starts. A port taken between this check and the workers' start still
- * ends in exit 1, after those three tries.
+ * HOST:PORT tried before anything else binds or says it listens. `serve --workers`:
+ * node:cluster binds the port in the primary and hands a failure to each worker, which the
+ * primary then replaces, three times, before it gives up. So the primary first listens on
+ * HOST:PORT itself and lets go at once, and a busy port or a wrong HOST is one line before any
+ * worker starts. A port taken between this check and the workers' start still ends in exit 1,
+ * after those three tries. A lone `serve` binds the metrics listener before the API's (both
+ * bound before either is said to listen), so the same check keeps a bad HOST from being reported
+ * as the METRICS_HOST that defaults to it.
  */
 async function checkListen(config: Pick<Config, 'host' | 'port'>): Promise<void> {
   const server = createServer()

@@ -184,6 +184,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
       { contentType: registry.contentType, body: () => registry.metrics() },
       app.log,
     )
+    metricsServer.announce()
   }
   return {
     url,
