@@ -4,7 +4,7 @@
 // the process matters: the binary's streams and exit codes, a key used by a running service, a
 // backup beside a live one, and serve, whose failures end the process.
 import assert from 'node:assert/strict'
-import { readFile, writeFile } from 'node:fs/promises'
+import { readFile, stat, writeFile } from 'node:fs/promises'
 import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -72,7 +72,16 @@ describe('petstore CLI', () => {
     const unknown = await runMain(['keys', 'revoke', 'key_000000000000'], env)
     assert.equal(unknown.code, 1)
     assert.equal(unknown.stderr.trim().split('\n').length, 1, unknown.stderr)
-    assert.match((await runMain(['keys', 'list', '--json'], env)).stdout, /"revokedAt"/)
+    const keys = JSON.parse((await runMain(['keys', 'list', '--json'], env)).stdout) as {
+      id: string
+      state: string
+      revokedAt?: string
+    }[]
+    const states = new Map(keys.map((k) => [k.id, k]))
+    assert.equal(states.get(id)?.state, 'revoked')
+    assert.match(states.get(id)?.revokedAt ?? '', /^\d{4}-\d\d-\d\dT/)
+    const others = keys.filter((k) => k.id !== id)
+    assert.ok(others.every((k) => k.state === 'active' && !('revokedAt' in k)))
   })
 
   test('backup copies the live database; a service on the copy has every pet and key', async () => {
@@ -82,6 +91,8 @@ describe('petstore CLI', () => {
     const service = await startService(env)
     const copy = join(dir.path, 'copy.db')
     let made: { id: number; name: string }[]
+    /** The pets the backup's line counted in the copy. */
+    let pets = 0
     try {
       const create = async (i: number) => {
         const response = await fetch(`${service.url}/v1/pets`, {
@@ -98,13 +109,35 @@ describe('petstore CLI', () => {
       const result = await runCli(['backup', copy], env)
       await writing
       assert.equal(result.code, 0, result.stderr)
-      assert.match(result.stdout, /^Backed up .* to .*copy\.db \(\d+ pages\)\.$/m)
+      // Size and contents, counted in the copy: the 50 creates answered before it began, and
+      // any of the 50 under way that had committed.
+      const summary =
+        /^Backed up .* to .*copy\.db: \d+\.\d (KiB|MiB) \((\d+) bytes\), (\d+) pets, (\d+) API keys \((\d+) active\)\.$/m.exec(
+          result.stdout,
+        )
+      assert.ok(summary, result.stdout)
+      const [, , bytes, counted, keys, active] = summary.map(Number)
+      pets = counted ?? 0
+      assert.equal(bytes, (await stat(copy)).size)
+      const listed = JSON.parse((await runMain(['keys', 'list', '--json'], env)).stdout) as {
+        state: string
+      }[]
+      assert.equal(keys, listed.length)
+      assert.equal(active, listed.filter((k) => k.state === 'active').length)
     } finally {
       assert.equal(await service.stop(), 0)
     }
 
     const restored = await startService({ ...env, DATABASE_URL: `sqlite:${copy}` })
     try {
+      // The pets the line counted are the pets the copy serves.
+      let served = 0
+      for (let next: string | undefined = '/v1/pets?limit=100'; next !== undefined; ) {
+        const page: Response = await fetch(`${restored.url}${next}`, { headers: auth })
+        served += ((await page.json()) as unknown[]).length
+        next = /<([^>]+)>; rel="next"/.exec(page.headers.get('link') ?? '')?.[1]
+      }
+      assert.equal(served, pets)
       for (const pet of made) {
         const response = await fetch(`${restored.url}/v1/pets/${pet.id}`, { headers: auth })
         assert.equal(response.status, 200, 'the key and every pet acknowledged before the backup')

@@ -10,7 +10,7 @@ import { availableParallelism } from 'node:os'
 import { type Config, ConfigError, loadConfig } from '../config.ts'
 import { issueApiKey } from '../keys/issue.ts'
 import type { MetricsListenError } from '../metrics-server.ts'
-import { backupSqliteDatabase } from '../operations/backup.ts'
+import { type BackupSummary, backupSqliteDatabase } from '../operations/backup.ts'
 import { openStore } from '../store/open.ts'
 import { type Store, StoreOpenError, StoreUnavailableError } from '../store/store.ts'
 import { type CliIo, processIo } from './io.ts'
@@ -75,7 +75,7 @@ ${ENVIRONMENT}`,
   create --name NAME  create an API key for NAME (who or what it is for). The key is printed
                       once, on stdout, and never again; only its hash is stored.
   list [--json]       list the keys: ID, name, hint (prefix…last 4), created, state; --json
-                      prints them as a JSON array.
+                      prints them as a JSON array, each key with its "state".
   revoke ID           revoke the key with that ID (from keys list): every instance answers
                       401 to it from its next request on.
 
@@ -229,15 +229,35 @@ function backupCommand(args: string[]): Run {
         'backup copies a SQLite database; for PostgreSQL use pg_dump (see the README)',
       )
     }
-    let pages: number
+    let copied: BackupSummary
     try {
-      pages = await backupSqliteDatabase(config.database.path, target)
+      copied = await backupSqliteDatabase(config.database.path, target)
     } catch (err) {
       // The cases the function refuses, and SQLite's own (a full disk, an unwritable folder).
       throw new CommandError(`backup failed: ${err instanceof Error ? err.message : String(err)}`)
     }
-    io.stdout.write(`Backed up ${config.database.path} to ${target} (${pages} pages).\n`)
+    const { bytes, pets, apiKeys, activeApiKeys } = copied
+    io.stdout.write(
+      `Backed up ${config.database.path} to ${target}: ${formatBytes(bytes)}, ${plural(pets, 'pet')}, ${plural(apiKeys, 'API key')} (${activeApiKeys} active).\n`,
+    )
   }
+}
+
+/** A size as `ls -lh` and `du -h` give it (powers of 1024), with the bytes for exactness. */
+function formatBytes(bytes: number): string {
+  const units = ['KiB', 'MiB', 'GiB', 'TiB']
+  let value = bytes
+  let unit = 'bytes'
+  for (const next of units) {
+    if (value < 1024) break
+    value /= 1024
+    unit = next
+  }
+  return unit === 'bytes' ? `${bytes} bytes` : `${value.toFixed(1)} ${unit} (${bytes} bytes)`
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`
 }
 
 function keysCommand(args: string[]): Run {
@@ -262,7 +282,7 @@ function keysCommand(args: string[]): Run {
       })
       return async (config, io) => {
         const keys = await withStore(config, (store) => store.apiKeys.list())
-        if (values.json) io.stdout.write(`${JSON.stringify(keys, null, 2)}\n`)
+        if (values.json) io.stdout.write(`${JSON.stringify(keys.map(keyJson), null, 2)}\n`)
         else if (keys.length === 0) io.stdout.write('No API keys.\n')
         else io.stdout.write(keyTable(keys))
       }
@@ -291,6 +311,22 @@ function keysCommand(args: string[]): Run {
 }
 
 type KeyRecord = Awaited<ReturnType<Store['apiKeys']['list']>>[number]
+
+/**
+ * `keys list --json`: each key's state said outright, so a script need not infer it from a
+ * `revokedAt` that is absent for active keys.
+ */
+function keyJson(key: KeyRecord) {
+  const { id, name, hint, createdAt, revokedAt } = key
+  return {
+    id,
+    name,
+    hint,
+    state: revokedAt === undefined ? 'active' : 'revoked',
+    createdAt,
+    ...(revokedAt === undefined ? {} : { revokedAt }),
+  }
+}
 
 function keyTable(keys: KeyRecord[]): string {
   const rows = keys.map((k) => [

@@ -1,13 +1,14 @@
 // `petstore backup`, an operations tool above the store (DESIGN: operations apart from the
 // engines): it works on the database file while a service may be using it, never through a Store.
-import { existsSync, linkSync, rmSync } from 'node:fs'
+import { existsSync, linkSync, rmSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
 import { BUSY_TIMEOUT_MS, LOCK_TIMEOUT_MS, retryWhileBusy } from '../store/sqlite-failures.ts'
 
 /**
  * `petstore backup`: a consistent copy of a live database file through SQLite's online backup
- * API, so the service keeps serving (and writing) meanwhile. Returns the number of pages copied.
+ * API, so the service keeps serving (and writing) meanwhile. Returns what the copy holds, as an
+ * operator checks a backup: its size, and its pets and API keys, counted in the copy itself.
  *
  * The whole file is copied in one step. In steps of a few pages (node:sqlite's default is 100),
  * every write by the service between two steps restarts the copy: measured on a 160 MB file
@@ -17,7 +18,10 @@ import { BUSY_TIMEOUT_MS, LOCK_TIMEOUT_MS, retryWhileBusy } from '../store/sqlit
  * The copy is written under a temporary name and renamed when complete, so an interrupted
  * backup never leaves a file that looks like a good one; an existing file is never overwritten.
  */
-export async function backupSqliteDatabase(sourcePath: string, targetPath: string) {
+export async function backupSqliteDatabase(
+  sourcePath: string,
+  targetPath: string,
+): Promise<BackupSummary> {
   if (sourcePath === ':memory:') throw new Error('an in-memory database has nothing to back up')
   if (!existsSync(sourcePath)) throw new Error(`there is no database at ${sourcePath}`)
   if (resolve(sourcePath) === resolve(targetPath)) {
@@ -31,16 +35,40 @@ export async function backupSqliteDatabase(sourcePath: string, targetPath: strin
   const source = new DatabaseSync(sourcePath, { timeout: BUSY_TIMEOUT_MS })
   try {
     // A copy that finds the file locked starts again, like every other write (sqlite-failures.ts).
-    const pages = await retryWhileBusy(
-      () => backup(source, partial, { rate: ALL_PAGES }),
-      LOCK_TIMEOUT_MS,
-    )
+    await retryWhileBusy(() => backup(source, partial, { rate: ALL_PAGES }), LOCK_TIMEOUT_MS)
+    const contents = countContents(partial)
     // A link, unlike a rename, fails if the target has appeared meanwhile.
     linkSync(partial, targetPath)
-    return pages
+    return { bytes: statSync(targetPath).size, ...contents }
   } finally {
     source.close()
     rmSync(partial, { force: true })
+  }
+}
+
+export interface BackupSummary {
+  bytes: number
+  pets: number
+  apiKeys: number
+  activeApiKeys: number
+}
+
+/**
+ * Counted in the finished copy: what a restore from it would serve. Opened for writing though
+ * it only reads: the copy is in WAL mode, and a read-only connection leaves its -wal and -shm
+ * files behind, which the last writable connection removes as it closes.
+ */
+function countContents(path: string): Omit<BackupSummary, 'bytes'> {
+  const copy = new DatabaseSync(path)
+  try {
+    const count = (sql: string) => Number((copy.prepare(sql).get() as { n: number }).n)
+    return {
+      pets: count('SELECT count(*) AS n FROM pets'),
+      apiKeys: count('SELECT count(*) AS n FROM api_keys'),
+      activeApiKeys: count('SELECT count(*) AS n FROM api_keys WHERE revoked_at IS NULL'),
+    }
+  } finally {
+    copy.close()
   }
 }
 
