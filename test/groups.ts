@@ -52,6 +52,7 @@ export const ISOLATED = [
   'test/cli-pets.test.ts',
   'test/rate-limit/fail-open.test.ts',
   'test/store/postgres-disk-full.test.ts',
+  'test/readme-engines.test.ts',
 ]
 export const POSTGRES_RUN = [...ENGINE_HTTP, ...POSTGRES_ONLY]
 export const PGBOUNCER_RUN = [...ENGINE_HTTP, 'test/scale/instances.test.ts']

@@ -1,0 +1,58 @@
+// The README's Quick start names the packages `npm ci` warns EBADENGINE about on a system
+// Node.js older than 22, and calls those warnings harmless. This keeps that list exact: the
+// machine's own npm, on its own Node.js, is asked which packages of the lockfile it would warn
+// about (`npm ci --dry-run`, nothing installed or fetched). A dependency that adds a new one
+// fails this test, so a warning that matters is never covered by the README's sentence.
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { existsSync, realpathSync } from 'node:fs'
+import { copyFile, mkdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { tempDir } from './helpers/server.ts'
+
+const run = promisify(execFile)
+const ROOT = fileURLToPath(new URL('../', import.meta.url))
+/** Debian's Node.js and npm: what a new user runs `npm ci` with. */
+const SYSTEM_NODE = '/usr/bin/node'
+const SYSTEM_NPM = '/usr/bin/npm'
+
+/** The packages the README's EBADENGINE sentence names, in backticks; none without it. */
+async function namedInReadme(): Promise<string[]> {
+  const readme = await readFile(join(ROOT, 'README.md'), 'utf8')
+  const sentence =
+    /On a system Node\.js older than 22, `npm ci` warns `EBADENGINE` for ([^:]+):/.exec(readme)
+  if (sentence?.[1] === undefined) return []
+  return [...sentence[1].matchAll(/`([^`]+)`/g)].map((match) => match[1] as string).sort()
+}
+
+test("the README's harmless EBADENGINE warnings are exactly those npm gives on the system Node.js", async (t) => {
+  if (!existsSync(SYSTEM_NODE) || !existsSync(SYSTEM_NPM)) {
+    return t.skip(`no system Node.js and npm at ${SYSTEM_NODE}, ${SYSTEM_NPM}`)
+  }
+  const { stdout: version } = await run(SYSTEM_NODE, ['--version'])
+  const major = Number(version.trim().replace(/^v/, '').split('.')[0])
+  if (major >= 22) return t.skip(`the system Node.js is ${version.trim()}: npm warns about none`)
+
+  const dir = await tempDir()
+  try {
+    // The install's inputs only: the manifests of the root and its workspace, and the lockfile.
+    await mkdir(join(dir.path, 'client'))
+    for (const file of ['package.json', 'package-lock.json', 'client/package.json']) {
+      await copyFile(join(ROOT, file), join(dir.path, file))
+    }
+    const { stderr } = await run(
+      SYSTEM_NODE,
+      [realpathSync(SYSTEM_NPM), 'ci', '--dry-run', '--ignore-scripts', '--no-audit', '--no-fund'],
+      { cwd: dir.path, env: { ...process.env, npm_config_offline: 'true' } },
+    )
+    const warned = [...stderr.matchAll(/EBADENGINE {3}package: '(.+)@[^@']+'/g)]
+      .map((match) => match[1] as string)
+      .sort()
+    assert.deepEqual(await namedInReadme(), warned)
+  } finally {
+    await dir.remove()
+  }
+})
