@@ -24,8 +24,9 @@ import { requestId, requestIdHeader } from './plugins/request-id.ts'
 import { requestLog } from './plugins/request-log.ts'
 import { security, securityHeaders } from './plugins/security.ts'
 import { MemoryWindowCounter, type WindowCounter } from './rate-limit/counter.ts'
-import { healthRoutes } from './routes/health.ts'
+import { healthRoutes, LIVENESS_PATH } from './routes/health.ts'
 import { petRoutes } from './routes/pets.ts'
+import { rootRoutes } from './routes/root.ts'
 import type { Store } from './store/store.ts'
 import { buildValidator, formatValidationErrors } from './validation.ts'
 
@@ -98,13 +99,14 @@ export async function buildApp(parts: AppParts) {
   await app.register(loadShedding, {
     maxEventLoopDelayMs: 0,
     ...parts.loadShedding,
-    exempt: ['/healthz'],
+    exempt: [LIVENESS_PATH],
   })
   metrics?.loadShedFrom(() => app.loadShedding.shed)
   await app.register(jsonBody)
   await app.register(openapi)
   await app.register(draining, { lifecycle })
   await app.register(healthRoutes, { store, lifecycle })
+  await app.register(rootRoutes)
 
   // The operations: deprecation notice, then auth, then the rate limit, then the routes.
   await app.register(

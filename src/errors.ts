@@ -6,7 +6,8 @@
 export const errorCatalog = {
   invalid_request: {
     status: 400,
-    example: 'query parameter limit must be an integer from 1 to 100, got 0',
+    example:
+      'query parameter limit must be an integer from 1 to 100, written in plain digits with no leading zero (got "05")',
     summary: 'A parameter, header or body is invalid; the message names the field and the rule.',
   },
   unauthorized: {

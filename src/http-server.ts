@@ -80,11 +80,61 @@ function reasonPhrase(status: number): string {
   return REASONS[status] ?? 'Error'
 }
 
-/** What a parser error means to the client (Node's `clientError`, llhttp's codes). */
-function errorForClientError(
-  err: NodeJS.ErrnoException & { reason?: string; rawPacket?: Buffer },
-  limits: ConnectionLimits,
-) {
+/** A parser error as Node's `clientError` gives it: llhttp's code and reason, where it stopped. */
+type ParserError = NodeJS.ErrnoException & {
+  reason?: string
+  /** The bytes of the read being parsed (not always from the request's start). */
+  rawPacket?: Buffer
+  /** Where in rawPacket llhttp stopped: at the byte it refused, or just after it. */
+  bytesParsed?: number
+}
+
+const LF = 0x0a
+const CR = 0x0d
+
+/**
+ * The index in rawPacket of a bare LF (one not after a CR) where llhttp stopped, or -1. llhttp
+ * stops on the LF itself for some errors and just after it for others, so both are looked at.
+ * An LF at the start of the read is not counted: its CR may have ended the read before.
+ */
+function bareLfWhereStopped(err: ParserError): number {
+  const packet = err.rawPacket
+  const at = err.bytesParsed
+  if (packet === undefined || at === undefined) return -1
+  for (const i of [at - 1, at]) {
+    if (i > 0 && packet[i] === LF && packet[i - 1] !== CR) return i
+  }
+  return -1
+}
+
+/**
+ * The line a refused bare LF ends, from llhttp's reason and the bytes before, and the section of
+ * RFC 9112 that asks for its CRLF.
+ */
+function lineEndedByBareLf(err: ParserError, lf: number): [line: string, section: string] {
+  const reason = err.reason ?? ''
+  if (reason.includes('after version')) return ['the request line', '§2.2']
+  if (reason.includes('chunk')) return ['a line of the chunked body', '§7.1']
+  if (err.rawPacket?.[lf - 1] === LF) return ['the empty line after the headers', '§2.2']
+  return ['a header line', '§2.2']
+}
+
+const VERSION_NOT_SUPPORTED = {
+  code: 'http_version_not_supported',
+  message: 'only HTTP/1.0 and HTTP/1.1 are served',
+} as const
+
+/**
+ * What a parser error means to the client (Node's `clientError`, llhttp's codes and reasons).
+ *
+ * Line endings: RFC 9112 §2.2 lets a server take a bare LF as the end of a line, and Node's
+ * llhttp, in the strict mode Node runs it in, refuses one instead. The only way to make it accept
+ * one is Node's `insecureHTTPParser`, which turns on every leniency at once (bare CRs, invalid
+ * header characters, Transfer-Encoding and Content-Length together, …): the differences between
+ * parsers that request smuggling is made of (RFC 9112 §11.2). So a bare LF is refused, with a 400
+ * that says so; it is not a version this server does not support (505).
+ */
+function errorForClientError(err: ParserError, limits: ConnectionLimits) {
   switch (err.code) {
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return {
@@ -101,24 +151,48 @@ function errorForClientError(
         code: 'payload_too_large',
         message: 'the chunk extensions of the body are too large',
       } as const
-    case 'HPE_INVALID_VERSION':
-      // A well-formed version other than 1.x is 505 (RFC 9110 §15.6.6); a malformed one, 400.
-      if (/^[!-~]+ [!-~]+ HTTP\/\d\.\d\r?\n/.test(err.rawPacket?.toString('latin1') ?? '')) {
-        return {
-          code: 'http_version_not_supported',
-          message: 'only HTTP/1.0 and HTTP/1.1 are served',
-        } as const
-      }
-      return { code: 'invalid_request', message: 'the request line is malformed' } as const
-    default: {
-      // llhttp's reason is a short fixed text ("Invalid header value char"); never the bytes sent.
-      const reason = (err.reason ?? '').replace(/[^\x20-\x7e]/g, '').slice(0, 100)
-      return {
-        code: 'invalid_request',
-        message: `the request is not valid HTTP/1.1${reason ? `: ${reason}` : ''}`,
-      } as const
+  }
+  const lf = bareLfWhereStopped(err)
+  if (lf !== -1 && (err.code === 'HPE_INVALID_VERSION' || err.code === 'HPE_STRICT')) {
+    // `HTTP/2.0` then a bare LF: the version is the first thing wrong (RFC 9110 §15.6.6).
+    const version = /HTTP\/(\d)\.(\d)$/.exec(err.rawPacket?.toString('latin1', lf - 8, lf) ?? '')
+    if (version !== null && !(version[1] === '1' && (version[2] === '0' || version[2] === '1'))) {
+      return VERSION_NOT_SUPPORTED
     }
   }
+  if (
+    lf !== -1 &&
+    (err.code === 'HPE_INVALID_VERSION' ||
+      err.code === 'HPE_STRICT' ||
+      err.code === 'HPE_CR_EXPECTED' ||
+      err.code === 'HPE_INVALID_HEADER_TOKEN')
+  ) {
+    const [line, section] = lineEndedByBareLf(err, lf)
+    return {
+      code: 'invalid_request',
+      message: `${line} must end in CRLF, not a bare LF (RFC 9112 ${section})`,
+    } as const
+  }
+  if (err.code === 'HPE_INVALID_VERSION') {
+    // "Invalid HTTP version": llhttp read HTTP/<digit>.<digit> and knows no such version. It is
+    // well formed when the line ends there, so it is 505 (RFC 9110 §15.6.6); HTTP/1.2 too, which
+    // RFC 9110 §2.5 would have served as 1.1, but strict llhttp refuses it (see above).
+    const next = err.rawPacket?.[err.bytesParsed ?? -1]
+    if (err.reason === 'Invalid HTTP version' && (next === undefined || next === CR)) {
+      return VERSION_NOT_SUPPORTED
+    }
+    return {
+      code: 'invalid_request',
+      message:
+        'the request line is malformed: it must be a method, a target and HTTP/1.1, separated by single spaces and ended by CRLF (RFC 9112 §3)',
+    } as const
+  }
+  // llhttp's reason is a short fixed text ("Invalid header value char"); never the bytes sent.
+  const reason = (err.reason ?? '').replace(/[^\x20-\x7e]/g, '').slice(0, 100)
+  return {
+    code: 'invalid_request',
+    message: `the request is not valid HTTP/1.1${reason ? `: ${reason}` : ''}`,
+  } as const
 }
 
 /** RFC 9112 §3.2: an HTTP/1.1 request must carry exactly one Host. */

@@ -23,16 +23,24 @@ const ajvOptions: Options = {
 
 const CANONICAL_INTEGER = /^-?(0|[1-9][0-9]*)$/
 
+/**
+ * A canonical decimal integer as a number; anything else as it came. So does one past 2^53 − 1,
+ * which Number() would round: the schemas refuse it either way, and its message then quotes the
+ * digits that were sent rather than the rounded number.
+ */
+function numberFromText(value: unknown): unknown {
+  if (typeof value !== 'string' || !CANONICAL_INTEGER.test(value)) return value
+  const number = Number(value)
+  return Number.isSafeInteger(number) ? number : value
+}
+
 /** Canonical decimal integers become numbers; everything else stays as it came. */
 function numbersFromText(data: unknown): unknown {
   if (data === null || typeof data !== 'object') return data
   // fromEntries defines every key as an own property: assigning to a plain object would send a
   // "__proto__" parameter to the prototype setter, dropping it instead of refusing it as unknown.
   return Object.fromEntries(
-    Object.entries(data).map(([key, value]) => [
-      key,
-      typeof value === 'string' && CANONICAL_INTEGER.test(value) ? Number(value) : value,
-    ]),
+    Object.entries(data).map(([key, value]) => [key, numberFromText(value)]),
   )
 }
 
@@ -71,8 +79,30 @@ const PART_NAMES: Record<string, string> = {
 
 /** An Ajv error as `verbose` makes it: with the schema that failed and the data it looked at. */
 type ValidationError = FastifySchemaValidationError & {
-  parentSchema?: { description?: string }
+  parentSchema?: { description?: string; type?: unknown; minimum?: number; maximum?: number }
   data?: unknown
+}
+
+/** How much of a refused path or query value a message quotes: enough to recognise it. */
+const QUOTED_VALUE_MAX = 32
+
+/**
+ * One message for any failure of an integer (wrong type, too small, too large): the whole rule,
+ * with the range the contract's schema carries (limits.ts). In the path and query only canonical
+ * decimal text becomes a number (numbersFromText), so the rule says so, and quotes the text that
+ * came: `05`, `+5`, `1e1`, ` 5` and `0x10` all fail it, and the client learns how to write the
+ * value, not only that it is not an integer (D5, D7). A body's value is the client's own JSON,
+ * where a number past 2^53 − 1 has already been rounded; it is not quoted.
+ */
+function integerRule(where: string, error: ValidationError, part: string): string {
+  const { minimum, maximum } = error.parentSchema ?? {}
+  const range =
+    (minimum === undefined ? '' : ` from ${minimum}`) +
+    (maximum === undefined ? '' : ` to ${maximum}`)
+  if (part === 'body') return `${where} must be an integer${range}`
+  const text = String(error.data)
+  const sent = text.length > QUOTED_VALUE_MAX ? `${text.slice(0, QUOTED_VALUE_MAX)}…` : text
+  return `${where} must be an integer${range}, written in plain digits with no leading zero (got ${JSON.stringify(sent)})`
 }
 
 function describeError(error: ValidationError, part: string): string {
@@ -99,7 +129,12 @@ function describeError(error: ValidationError, part: string): string {
     case 'type':
       if (field === '' && part === 'body') return 'body must be a JSON object'
       if (Array.isArray(error.data)) return `${where} must be given once`
-      return `${where} must be ${params.type === 'integer' ? 'an integer' : `a ${String(params.type)}`}`
+      if (params.type === 'integer') return integerRule(where, error, part)
+      return `${where} must be a ${String(params.type)}`
+    case 'minimum':
+    case 'maximum':
+      if (error.parentSchema?.type === 'integer') return integerRule(where, error, part)
+      return `${where} ${error.message ?? 'is invalid'}`
     default:
       return `${where} ${error.message ?? 'is invalid'}`
   }

@@ -88,6 +88,14 @@ describe('HTTP-layer errors are the Error body, and close the connection (D4, D1
       505,
       'http_version_not_supported',
     ],
+    ['HTTP/1.2', 'GET /healthz HTTP/1.2\r\nhost: x\r\n\r\n', 505, 'http_version_not_supported'],
+    // The version is what is wrong first, whatever ends the line.
+    [
+      'HTTP/2.0 ending in a bare LF',
+      'GET /healthz HTTP/2.0\nhost: x\r\n\r\n',
+      505,
+      'http_version_not_supported',
+    ],
   ]
   for (const [name, bytes, status, code] of cases) {
     it(`${name}: ${status} ${code}`, async () => {
@@ -98,6 +106,80 @@ describe('HTTP-layer errors are the Error body, and close the connection (D4, D1
       assert.ok(closedByServer, 'the server closes the connection')
     })
   }
+
+  // RFC 9112 §2.2: a server may take a bare LF as a line's end; Node's strict parser refuses it,
+  // and the answer says that, not "HTTP version not supported" (src/http-server.ts).
+  const bareLf: [string, string, string][] = [
+    [
+      'a request typed by hand, every line ending in a bare LF',
+      'GET /v1/pets?limit=1 HTTP/1.1\nhost: x\n\n',
+      'the request line must end in CRLF, not a bare LF (RFC 9112 §2.2)',
+    ],
+    [
+      'an HTTP/1.1 request line ending in a bare LF',
+      'GET /v1/pets?limit=1 HTTP/1.1\nhost: x\r\n\r\n',
+      'the request line must end in CRLF, not a bare LF (RFC 9112 §2.2)',
+    ],
+    [
+      'an HTTP/1.0 request line ending in a bare LF',
+      'GET /healthz HTTP/1.0\n\n',
+      'the request line must end in CRLF, not a bare LF (RFC 9112 §2.2)',
+    ],
+    [
+      'a header line ending in a bare LF',
+      'GET /healthz HTTP/1.1\r\nhost: x\nx-a: 1\r\n\r\n',
+      'a header line must end in CRLF, not a bare LF (RFC 9112 §2.2)',
+    ],
+    [
+      'a header name ending in a bare LF',
+      'GET /healthz HTTP/1.1\r\nhost: x\r\nx-a\n\r\n',
+      'a header line must end in CRLF, not a bare LF (RFC 9112 §2.2)',
+    ],
+    [
+      'the empty line after the headers being a bare LF',
+      'GET /healthz HTTP/1.1\r\nhost: x\r\n\n',
+      'the empty line after the headers must end in CRLF, not a bare LF (RFC 9112 §2.2)',
+    ],
+    [
+      'a chunk-size line ending in a bare LF',
+      'POST /v1/pets HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n2\n{}\r\n0\r\n\r\n',
+      'a line of the chunked body must end in CRLF, not a bare LF (RFC 9112 §7.1)',
+    ],
+  ]
+  for (const [name, bytes, message] of bareLf) {
+    it(`${name}: 400 saying so, not 505`, async () => {
+      const { responses, closedByServer } = await exchange(server.url, bytes)
+      assert.equal(responses.length, 1, JSON.stringify(responses))
+      assert.notEqual(responses[0]?.status, 505)
+      const body = assertLayerError(responses[0], 400, 'invalid_request')
+      assert.equal(body.message, message)
+      assert.ok(closedByServer, 'the server closes the connection')
+    })
+  }
+
+  it('a malformed request line says what a request line is', async () => {
+    for (const line of [
+      'GET /healthz HTTP/1.1 extra',
+      'GET /healthz HTTP/11',
+      'GET /healthz HTTP/1.2x',
+    ]) {
+      const { responses } = await exchange(server.url, `${line}\r\nhost: x\r\n\r\n`)
+      const body = assertLayerError(responses[0], 400, 'invalid_request')
+      assert.match(body.message, /^the request line is malformed: .*\(RFC 9112 §3\)$/, line)
+    }
+  })
+
+  // The parser reports the error in the middle of the read, after the request before it.
+  it('a request after another on one connection: its version or bare LF is named all the same', async () => {
+    const get = rawRequest('GET', '/healthz')
+    const versioned = await exchange(server.url, `${get}GET /healthz HTTP/1.2\r\nhost: x\r\n\r\n`)
+    assert.equal(versioned.responses[0]?.status, 200)
+    assertLayerError(versioned.responses[1], 505, 'http_version_not_supported')
+    const bare = await exchange(server.url, `${get}GET /healthz HTTP/1.1\nhost: x\r\n\r\n`)
+    assert.equal(bare.responses[0]?.status, 200)
+    const body = assertLayerError(bare.responses[1], 400, 'invalid_request')
+    assert.match(body.message, /^the request line must end in CRLF/)
+  })
 
   it('a body over the limit: 413, and the connection closes rather than reading it all', async () => {
     const head = rawRequest('POST', '/v1/pets', {

@@ -3,7 +3,8 @@
 // with the default of `configDefaults`, and every range the table states is the one loadConfig
 // enforces (its ends accepted, one past them refused naming the variable). The limits stated
 // are those of src/contract/limits.ts and of the running service, as are the timeouts and sizes
-// the Errors table quotes.
+// the Errors table quotes. Beside the operations table, the methods it says are not part of the
+// interface are 405s, and the root document it shows is what `GET /` answers.
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
 import { after, before, describe, test } from 'node:test'
@@ -230,5 +231,47 @@ describe("the limits the README's Errors table states", () => {
       rows.get('`uri_too_long`') ?? '',
       new RegExp(`longer than ${MAX_TARGET_LENGTH / 1024} KiB`),
     )
+  })
+})
+
+describe("what the README's API section says besides its tables", () => {
+  const api = readme.slice(readme.indexOf('\n## The API\n'), readme.indexOf('\n### Errors\n'))
+  let server: TestServer
+
+  before(async () => {
+    server = await startServer()
+  })
+  after(() => server.close())
+
+  test('the methods it says are not part of the interface are not in the document, and are 405 with Allow', async () => {
+    const sentence = /These three are the whole interface:[\s\S]*?\n\n/.exec(api)?.[0] ?? ''
+    assert.match(sentence, /updating and deleting pets are not part of it/)
+    const named = quoted(sentence)
+    const methods = named.filter((value) => /^[A-Z]+$/.test(value))
+    const paths = named.filter((value) => value.startsWith('/'))
+    assert.deepEqual(methods, ['PUT', 'PATCH', 'DELETE'])
+    assert.deepEqual(paths, ['/v1/pets', '/v1/pets/{petId}'])
+    const document = (await (await fetch(`${server.url}/v1/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, unknown>>
+    }
+    for (const path of paths) {
+      const operations = document.paths[path.replace(/^\/v1/, '')]
+      assert.ok(operations, `${path} is in the document`)
+      for (const method of methods) {
+        assert.equal(operations[method.toLowerCase()], undefined, `${method} ${path} is documented`)
+        const response = await server.request(path.replace('{petId}', '1'), { method })
+        await response.body?.cancel()
+        assert.equal(response.status, 405, `${method} ${path}`)
+        assert.ok(!response.headers.get('allow')?.includes(method), `${method} ${path}`)
+      }
+    }
+  })
+
+  test('the root document it shows is what GET / answers', async () => {
+    const shown = /`GET \/` says where those are[^`]*`([^`]+)`/.exec(api)?.[1]
+    assert.ok(shown, 'the README shows the root document')
+    const response = await fetch(`${server.url}/`)
+    assert.equal(response.status, 200)
+    assert.deepEqual(await response.json(), JSON.parse(shown))
   })
 })

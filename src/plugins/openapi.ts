@@ -12,6 +12,9 @@ import { referenceComponents } from '../contract/components.ts'
 import { openapiDefinition } from '../contract/openapi.ts'
 import { docsPage } from './docs-page.ts'
 
+/** Where the document is served (D1); `/docs/json` serves the same bytes for the page. */
+export const OPENAPI_PATH = '/v1/openapi.json'
+
 export const openapi = fp(async (app) => {
   await app.register(swagger, {
     openapi: openapiDefinition,
@@ -33,7 +36,7 @@ export const openapi = fp(async (app) => {
     document ??= fixedBody(JSON.stringify(app.swagger()))
     return document
   }
-  app.get('/v1/openapi.json', { schema: { hide: true } }, (request, reply) =>
+  app.get(OPENAPI_PATH, { schema: { hide: true } }, (request, reply) =>
     sendFixedBody(
       request,
       reply,

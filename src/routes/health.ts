@@ -6,11 +6,14 @@ import { errorBody } from '../errors.ts'
 import type { Lifecycle } from '../lifecycle.ts'
 import { type Store, StoreUnavailableError } from '../store/store.ts'
 
+/** The liveness probe (D1), never shed (D16). */
+export const LIVENESS_PATH = '/healthz'
+
 export const healthRoutes: FastifyPluginAsync<{ store: Store; lifecycle: Lifecycle }> = async (
   app,
   { store, lifecycle },
 ) => {
-  app.get('/healthz', async () => ({ status: 'ok' }))
+  app.get(LIVENESS_PATH, async () => ({ status: 'ok' }))
 
   app.get('/readyz', async (request, reply) => {
     if (lifecycle.draining) {

@@ -128,6 +128,25 @@ describe('getPet (GET /v1/pets/{petId})', () => {
       })
     }
 
+    for (const [path, sent] of [
+      ['01', '01'],
+      ['%2B1', '+1'],
+      ['1e0', '1e0'],
+      ['0x10', '0x10'],
+      ['%201', ' 1'],
+      ['0', '0'],
+      ['9007199254740993', '9007199254740993'],
+    ]) {
+      test(`petId ${JSON.stringify(sent)}: the message states the rule and quotes what came`, async () => {
+        const response = await server.request(`/v1/pets/${path}`)
+        assert.equal(response.status, 400)
+        assert.equal(
+          (await errorOf(response)).message,
+          `path parameter petId must be an integer from 1 to ${MAX_ID}, written in plain digits with no leading zero (got ${JSON.stringify(sent)})`,
+        )
+      })
+    }
+
     test('a petId above 2^53 − 1 states the supported range', async () => {
       const response = await server.request('/v1/pets/9007199254740993')
       assert.equal(response.status, 400)

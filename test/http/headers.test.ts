@@ -19,6 +19,7 @@ function responseKinds(server: TestServer): Record<string, () => Promise<Respons
     '404 no such route': () => server.request('/v1/orders'),
     '405 wrong method': () => server.request('/v1/pets', { method: 'DELETE' }),
     '200 healthz': () => fetch(`${server.url}/healthz`),
+    '200 root': () => fetch(`${server.url}/`),
     '200 readyz': () => fetch(`${server.url}/readyz`),
     '200 openapi.json': () => fetch(`${server.url}/v1/openapi.json`),
   }

@@ -155,6 +155,35 @@ describe('listPets (GET /v1/pets)', () => {
       assert.match(error.message, /once/)
     })
 
+    // Not only "must be an integer": how to write one (issue #20).
+    const misspelled: [query: string, sent: string][] = [
+      ['limit=05', '05'],
+      ['limit=%2B5', '+5'],
+      ['limit=1e1', '1e1'],
+      ['limit=%205', ' 5'],
+      ['limit=0x10', '0x10'],
+      ['limit=1.0', '1.0'],
+      ['limit=', ''],
+      ['limit=0', '0'],
+      ['limit=101', '101'],
+      ['limit=9007199254740993', '9007199254740993'],
+    ]
+    for (const [query, sent] of misspelled) {
+      test(`${query}: the message states the rule and quotes what came`, async () => {
+        const error = await assertInvalid(server, `/v1/pets?${query}`, /\blimit\b/)
+        assert.equal(
+          error.message,
+          `query parameter limit must be an integer from 1 to 100, written in plain digits with no leading zero (got ${JSON.stringify(sent)})`,
+        )
+      })
+    }
+
+    test('a long refused limit is quoted only in part', async () => {
+      const error = await assertInvalid(server, `/v1/pets?limit=${'9'.repeat(500)}`, /\blimit\b/)
+      assert.ok(error.message.length < 200, error.message)
+      assert.match(error.message, /\(got "9{32}…"\)$/)
+    })
+
     test('a limit out of range states the range it broke', async () => {
       const low = await assertInvalid(server, '/v1/pets?limit=0', /\blimit\b/)
       assert.match(low.message, /\b1\b/)
