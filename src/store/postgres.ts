@@ -387,6 +387,16 @@ class Database {
   ): Promise<T> {
     const client: PoolClient = await this.#pool.connect()
     let broken: Error | undefined
+    // Issue 21: pg's Client emits 'error' whenever its connection fails (reset, closed, or ended
+    // by the server, 57P01), whether or not a query is waiting, and also rejects that query. The
+    // pool listens on idle clients only: it takes its listener off a client it hands out and puts
+    // it back on release (pg-pool's _acquireClient, _release). Without this one, a connection lost
+    // while checked out here ended the process. The statement in flight, or the next, fails with
+    // the loss (a 503); the connection is discarded on release.
+    const lost = (err: Error) => {
+      broken ??= err
+    }
+    client.on('error', lost)
     try {
       await client.query(begin)
       let result: T
@@ -408,6 +418,7 @@ class Database {
       throw err
     } finally {
       // A connection that failed mid-transaction is discarded, not returned to the pool.
+      client.off('error', lost)
       client.release(broken)
     }
   }
