@@ -2,7 +2,7 @@
 // `serve --workers N` runs the same instance in N cluster workers instead (cluster.ts).
 import type { Config } from './config.ts'
 import { startInstance } from './instance.ts'
-import { drainAndExit, onTerminationSignals } from './shutdown.ts'
+import { drainAndExit, onTerminationSignals, uncaughtFields } from './shutdown.ts'
 
 export async function serve(config: Readonly<Config>): Promise<void> {
   const instance = await startInstance(config)
@@ -23,13 +23,13 @@ export async function serve(config: Readonly<Config>): Promise<void> {
       process.exit(1)
     },
   })
-  const fail = (err: unknown) => {
-    log.error({ err }, 'shutting down after an uncaught error')
+  const fail = (err: unknown, origin: string) => {
+    log.error(uncaughtFields(err, origin), 'shutting down after an uncaught error')
     if (stopping) process.exit(1)
     stop({ reason: 'uncaught error' }, 1)
   }
   process.on('uncaughtException', fail)
-  process.on('unhandledRejection', fail)
+  process.on('unhandledRejection', (reason) => fail(reason, 'unhandledRejection'))
 
   await instance.listen()
 }
