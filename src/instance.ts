@@ -3,7 +3,7 @@
 // `serve` runs one; `serve --workers N` runs one in each worker (cluster.ts).
 import { buildApp } from './app.ts'
 import type { Config } from './config.ts'
-import { httpServerParts, logDroppedConnections } from './http-server.ts'
+import { httpServerParts, logAcceptErrors, logDroppedConnections } from './http-server.ts'
 import { createKeyVerifier } from './keys/verifier.ts'
 import type { Lifecycle } from './lifecycle.ts'
 import { loggerOptions } from './logging.ts'
@@ -106,6 +106,7 @@ export async function startInstance(
     app,
     listen: async () => {
       await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG })
+      logAcceptErrors(app.server, app.log)
       if (metrics !== undefined && config.metrics !== undefined && !options.clusterWorker) {
         const { registry } = metrics
         metricsServer = await listenForScrapes(
