@@ -385,7 +385,6 @@ class Database {
     work: (run: <Row>(statement: Statement, values: unknown[]) => Promise<Row[]>) => Promise<T>,
     commit: (result: T) => boolean,
   ): Promise<T> {
-    const client: PoolClient = await this.#pool.connect()
     let broken: Error | undefined
     // Issue 21: pg's Client emits 'error' whenever its connection fails (reset, closed, or ended
     // by the server, 57P01), whether or not a query is waiting, and also rejects that query. The
@@ -396,7 +395,17 @@ class Database {
     const lost = (err: Error) => {
       broken ??= err
     }
-    client.on('error', lost)
+    // Attached in connect's callback, which the pool calls in the same turn as it hands the client
+    // out, as pool.query does. The pool may hand it out while pg is still parsing what arrived on
+    // that connection for its previous user: a ReadyForQuery and, in the same read, the server's
+    // FATAL 57P01. An awaited connect() would attach the listener only after that error.
+    const client = await new Promise<PoolClient>((resolve, reject) => {
+      this.#pool.connect((err, pooled) => {
+        if (pooled === undefined) return reject(err)
+        pooled.on('error', lost)
+        resolve(pooled)
+      })
+    })
     try {
       await client.query(begin)
       let result: T
