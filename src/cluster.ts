@@ -18,7 +18,7 @@ import { loggerOptions } from './logging.ts'
 import { clusterScrape } from './metrics.ts'
 import { listenForScrapes } from './metrics-server.ts'
 import { announceInitialKey, prepareStore, startLine } from './prepare.ts'
-import { DRAIN_MS, drainAndExit, onTerminationSignals } from './shutdown.ts'
+import { DRAIN_MS, drainAndExit, onTerminationSignals, uncaughtFields } from './shutdown.ts'
 import { openStore } from './store/open.ts'
 
 export const MAX_WORKERS = 256
@@ -123,6 +123,14 @@ class Supervisor {
         this.#kill()
       },
     })
+    // As a lone `serve` does: say what it was, then let the workers drain, and exit 1.
+    const fail = (err: unknown, origin: string) => {
+      this.#log.error(uncaughtFields(err, origin), 'shutting down after an uncaught error')
+      this.#exitCode = 1
+      if (!this.#shuttingDown) this.#shutDown('SIGTERM')
+    }
+    process.on('uncaughtException', fail)
+    process.on('unhandledRejection', (reason) => fail(reason, 'unhandledRejection'))
     this.#log.info({ workers: this.#count }, 'starting workers')
     for (let i = 0; i < this.#count; i++) this.#fork()
   }
@@ -130,6 +138,13 @@ class Supervisor {
   #fork(): void {
     const worker = cluster.fork()
     this.#live.add(worker)
+    // D16: a message to a worker whose channel has closed (it is exiting, still listed in
+    // cluster.workers until its exit) is an 'error' event on the Worker when the sender passed no
+    // callback, as prom-client's scrape of every worker does (AggregatorRegistry); unheard, it
+    // ended the primary. The worker's exit is handled by #exited; the scrape fails on its own.
+    worker.on('error', (err: Error) => {
+      this.#log.warn({ err, worker: worker.id }, 'a message to a worker could not be sent')
+    })
     worker.once('listening', () => {
       this.#listened.add(worker)
       this.#startFailures = 0
@@ -211,17 +226,27 @@ async function runWorker(config: Readonly<Config>): Promise<void> {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => stop({ signal }, 0))
   // The primary is gone (crashed or killed): a worker must not outlive it unsupervised.
   process.on('disconnect', () => stop({ reason: 'the primary process is gone' }, 0))
+  // D16: a message to the primary sent without a callback once the channel has closed (by
+  // prom-client's answer to a scrape) is an 'error' event on `process`; unheard, it would end
+  // the worker as an uncaught error. The primary is gone: 'disconnect' above stops this worker.
+  process.on('error', (err) => {
+    instance?.app.log.warn({ err }, 'a message to the primary could not be sent')
+  })
   // As a lone `serve` does: drain, then exit 1, and the primary replaces us.
-  const fail = (err: unknown) => {
+  const fail = (err: unknown, origin: string) => {
+    const fields = uncaughtFields(err, origin)
     if (instance === undefined) {
-      process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`)
+      const emitted = fields.emitter
+        ? `\nEmitted 'error' event on ${fields.emitter} at:\n${fields.emittedAt}`
+        : ''
+      process.stderr.write(`${err instanceof Error ? err.stack : String(err)}${emitted}\n`)
       process.exit(1)
     }
-    instance.app.log.error({ err }, 'shutting down after an uncaught error')
+    instance.app.log.error(fields, 'shutting down after an uncaught error')
     stop({ reason: 'uncaught error' }, 1)
   }
   process.on('uncaughtException', fail)
-  process.on('unhandledRejection', fail)
+  process.on('unhandledRejection', (reason) => fail(reason, 'unhandledRejection'))
 
   instance = await startInstance(config, { prepared: true, clusterWorker: true })
   await instance.listen()

@@ -406,6 +406,16 @@ interface WarnLogger {
   warn(fields: object, message: string): void
 }
 
+/**
+ * D16: Fastify listens for the server's 'error' only until it listens. After that, a
+ * connection the system failed to accept (node:net's accept error: out of memory or buffers,
+ * file descriptors past what libuv's reserve absorbs) is an 'error' event with no listener,
+ * which ends the process. It costs one client its connection; the server goes on accepting.
+ */
+export function logAcceptErrors(server: Server, log: WarnLogger): void {
+  server.on('error', (err) => log.warn({ err }, 'a connection could not be accepted'))
+}
+
 const DROP_LOG_INTERVAL_MS = 60_000
 
 /**

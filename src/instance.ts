@@ -3,7 +3,7 @@
 // `serve` runs one; `serve --workers N` runs one in each worker (cluster.ts).
 import { buildApp } from './app.ts'
 import type { Config } from './config.ts'
-import { httpServerParts, logDroppedConnections } from './http-server.ts'
+import { httpServerParts, logAcceptErrors, logDroppedConnections } from './http-server.ts'
 import { createKeyVerifier } from './keys/verifier.ts'
 import type { Lifecycle } from './lifecycle.ts'
 import { loggerOptions } from './logging.ts'
@@ -122,6 +122,7 @@ export async function startInstance(
         await metricsServer?.close()
         throw err
       }
+      logAcceptErrors(app.server, app.log)
       metricsServer?.announce()
     },
     close: () => {

@@ -71,6 +71,9 @@ export async function listenForScrapes(
     server.once('error', (err) => reject(new MetricsListenError(listener, err)))
     server.listen({ port: listener.port, host: listener.host }, () => {
       server.removeAllListeners('error')
+      // D16: once listening, a connection the system failed to accept is an 'error' event
+      // on the server (node:net); unheard, it would end the process. The listener goes on.
+      server.on('error', (err) => log.error({ err }, 'the metrics listener failed to accept'))
       resolve()
     })
   })

@@ -3,7 +3,7 @@
 import type { Config } from './config.ts'
 import { startInstance } from './instance.ts'
 import { startLine } from './prepare.ts'
-import { drainAndExit, onTerminationSignals } from './shutdown.ts'
+import { drainAndExit, onTerminationSignals, uncaughtFields } from './shutdown.ts'
 
 export async function serve(config: Readonly<Config>): Promise<void> {
   const instance = await startInstance(config)
@@ -24,13 +24,13 @@ export async function serve(config: Readonly<Config>): Promise<void> {
       process.exit(1)
     },
   })
-  const fail = (err: unknown) => {
-    log.error({ err }, 'shutting down after an uncaught error')
+  const fail = (err: unknown, origin: string) => {
+    log.error(uncaughtFields(err, origin), 'shutting down after an uncaught error')
     if (stopping) process.exit(1)
     stop({ reason: 'uncaught error' }, 1)
   }
   process.on('uncaughtException', fail)
-  process.on('unhandledRejection', fail)
+  process.on('unhandledRejection', (reason) => fail(reason, 'unhandledRejection'))
 
   const start = startLine(config, 1)
   log.info(start.fields, start.message)

@@ -1,6 +1,7 @@
 // D11: how a process of `petstore serve` stops. SIGTERM or SIGINT drains: readiness turns 503,
 // in-flight requests finish, the store closes, exit 0. A second signal, or DRAIN_MS, ends the
-// process regardless.
+// process regardless. An uncaught error, a bug, drains too and exits 1; its log line says what it
+// was and, for an 'error' event, which emitter (uncaughtFields).
 //
 // One signal can arrive twice. A terminal's Ctrl-C and systemd's default KillMode signal every
 // process of the group, and `npm start` passes its own copy on to the server it runs, so the
@@ -68,4 +69,49 @@ export function drainAndExit(
       process.exit(1)
     },
   )
+}
+
+/** An uncaught error's log fields (see uncaughtFields). */
+export interface UncaughtFields {
+  err: unknown
+  /** `uncaughtException` or `unhandledRejection`. */
+  origin: string
+  /** For an 'error' event no listener took: the emitter's class, e.g. `Client`. */
+  emitter?: string
+  /** …and the stack of the emit() call, which says who emitted it. */
+  emittedAt?: string
+}
+
+/**
+ * Where Node keeps, on an error thrown for an 'error' event without a listener, the emitter and
+ * the stack of the emit() call (lib/events.js). Node reads it only when it prints an error that
+ * ends the process unhandled; a process with an uncaughtException handler never sees it otherwise.
+ */
+const EMITTED_BY = 'kEnhanceStackBeforeInspector'
+
+/**
+ * The fields of the line that logs an uncaught error, so that the next one is found in
+ * a minute: the error (pino's serializer gives its type, message, code, syscall and stack), where
+ * it came from, and, for an unheard 'error' event, which emitter emitted it from where. A socket
+ * error's own stack ends in Node's TCP read (`TCP.onStreamRead`) and names nobody.
+ */
+export function uncaughtFields(err: unknown, origin: string): UncaughtFields {
+  const fields: UncaughtFields = { err, origin }
+  if (!(err instanceof Error)) return fields
+  const symbol = Object.getOwnPropertySymbols(err).find((s) => s.description === EMITTED_BY)
+  const enhance: unknown = symbol && (err as unknown as Record<symbol, unknown>)[symbol]
+  if (typeof enhance !== 'function') return fields
+  let text: unknown
+  try {
+    text = enhance()
+  } catch {
+    return fields
+  }
+  if (typeof text !== 'string') return fields
+  // "<the error's stack>\nEmitted 'error' event on Client instance at:\n    at …"
+  const match = /\nEmitted 'error' event(?: on (.+?) instance)? at:\n/.exec(text)
+  if (match === null) return fields
+  fields.emitter = match[1] ?? 'EventEmitter'
+  fields.emittedAt = text.slice(match.index + match[0].length)
+  return fields
 }

@@ -47,6 +47,7 @@ export const ISOLATED = [
   'test/cluster.test.ts',
   'test/store/sqlite-lock.test.ts',
   'test/scale/idempotency.test.ts',
+  'test/scale/connection-loss.test.ts',
   'test/store/sqlite-disk-full.test.ts',
   'test/store/pgbouncer.test.ts',
   'test/cli-pets.test.ts',
@@ -55,4 +56,12 @@ export const ISOLATED = [
   'test/readme-engines.test.ts',
 ]
 export const POSTGRES_RUN = [...ENGINE_HTTP, ...POSTGRES_ONLY]
-export const PGBOUNCER_RUN = [...ENGINE_HTTP, 'test/scale/instances.test.ts']
+/**
+ * In the PgBouncer run, connection-loss.test.ts puts a private PgBouncer of its own in front, one
+ * it can kill; in the PostgreSQL run it goes straight to PostgreSQL.
+ */
+export const PGBOUNCER_RUN = [
+  ...ENGINE_HTTP,
+  'test/scale/instances.test.ts',
+  'test/scale/connection-loss.test.ts',
+]

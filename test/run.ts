@@ -1,7 +1,8 @@
 // `npm test`: every test on SQLite and, at the same time, the store contract, the HTTP tests
 // that depend on the engine and the scale tests on PostgreSQL (a fresh database per server or
-// suite), and those HTTP tests and the three-instance scale test again with the services behind
-// a private PgBouncer in transaction mode, with fewer server connections than clients (D19).
+// suite), and those HTTP tests, the three-instance scale test and the connection-loss test again
+// with the services behind a private PgBouncer in transaction mode, with fewer server connections
+// than clients (D19).
 // Arguments are passed to every `node --test` run (e.g. --test-name-pattern).
 //
 // In each run the files that only build apps and stores in their own process share one process

@@ -399,8 +399,27 @@ class Database {
     work: (run: <Row>(statement: Statement, values: unknown[]) => Promise<Row[]>) => Promise<T>,
     commit: (result: T) => boolean,
   ): Promise<T> {
-    const client: PoolClient = await this.#pool.connect()
     let broken: Error | undefined
+    // D16: pg's Client emits 'error' whenever its connection fails (reset, closed, or ended
+    // by the server, 57P01), whether or not a query is waiting, and also rejects that query. The
+    // pool listens on idle clients only: it takes its listener off a client it hands out and puts
+    // it back on release (pg-pool's _acquireClient, _release). Without this one, a connection lost
+    // while checked out here ended the process. The statement in flight, or the next, fails with
+    // the loss (a 503); the connection is discarded on release.
+    const lost = (err: Error) => {
+      broken ??= err
+    }
+    // Attached in connect's callback, which the pool calls in the same turn as it hands the client
+    // out, as pool.query does. The pool may hand it out while pg is still parsing what arrived on
+    // that connection for its previous user: a ReadyForQuery and, in the same read, the server's
+    // FATAL 57P01. An awaited connect() would attach the listener only after that error.
+    const client = await new Promise<PoolClient>((resolve, reject) => {
+      this.#pool.connect((err, pooled) => {
+        if (pooled === undefined) return reject(err)
+        pooled.on('error', lost)
+        resolve(pooled)
+      })
+    })
     try {
       await client.query(begin)
       let result: T
@@ -422,6 +441,7 @@ class Database {
       throw err
     } finally {
       // A connection that failed mid-transaction is discarded, not returned to the pool.
+      client.off('error', lost)
       client.release(broken)
     }
   }

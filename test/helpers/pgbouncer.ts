@@ -64,6 +64,10 @@ export interface PgBouncer {
   through(url: string): string
   /** What PgBouncer wrote to stderr so far (its log). */
   log(): string
+  /** Kills it with `signal` (SIGKILL unless given: no goodbye to any client) and waits until it is gone. */
+  kill(signal?: NodeJS.Signals): Promise<void>
+  /** After kill(): starts it again on the same port with the same settings, and waits until it answers. */
+  restart(): Promise<void>
   stop(): Promise<void>
 }
 
@@ -150,28 +154,36 @@ async function startOnce(binary: string, options: PgBouncerOptions): Promise<PgB
   writeFileSync(join(dir, 'userlist.txt'), `"${user}" ""\n`)
   writeFileSync(join(dir, 'pgbouncer.ini'), config(dir, port, options))
   const asPostgres = ownedByPostgres(dir)
-  const child = spawn(binary, [...asPostgres, join(dir, 'pgbouncer.ini')], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  })
   let stderr = ''
-  child.stderr?.on('data', (chunk) => {
-    // Bounded: a long run logs every connection.
-    stderr = (stderr + chunk).slice(-64_000)
-  })
-  const exited = once(child, 'exit')
+  const spawnPooler = () => {
+    const child = spawn(binary, [...asPostgres, join(dir, 'pgbouncer.ini')], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    child.stderr?.on('data', (chunk) => {
+      // Bounded: a long run logs every connection.
+      stderr = (stderr + chunk).slice(-64_000)
+    })
+    return { child, exited: once(child, 'exit') }
+  }
+  let running = spawnPooler()
   const through = (url: string) => {
     const parsed = new URL(url)
     parsed.hostname = '127.0.0.1'
     parsed.port = String(port)
     return parsed.toString()
   }
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+  const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
+    const { child, exited } = running
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal)
     await exited
+  }
+  const adminUrl = through(`postgres://${user}@x/pgbouncer`)
+  const stop = async () => {
+    await kill('SIGTERM')
     rmSync(dir, { recursive: true, force: true })
   }
   try {
-    await waitUntilServing(through(`postgres://${user}@x/pgbouncer`), child, () => stderr)
+    await waitUntilServing(adminUrl, running.child, () => stderr)
   } catch (err) {
     await stop()
     throw err
@@ -181,6 +193,12 @@ async function startOnce(binary: string, options: PgBouncerOptions): Promise<PgB
     urlFor: (database) => through(`postgres://${user}@x/${database}`),
     through,
     log: () => stderr,
+    kill,
+    async restart() {
+      await kill()
+      running = spawnPooler()
+      await waitUntilServing(adminUrl, running.child, () => stderr)
+    },
     stop,
   }
 }

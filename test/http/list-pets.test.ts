@@ -155,7 +155,7 @@ describe('listPets (GET /v1/pets)', () => {
       assert.match(error.message, /once/)
     })
 
-    // Not only "must be an integer": how to write one (issue #20).
+    // Not only "must be an integer": how to write one.
     const misspelled: [query: string, sent: string][] = [
       ['limit=05', '05'],
       ['limit=%2B5', '+5'],
