@@ -278,15 +278,20 @@ describe(`${title}: no process ends`, { skip }, () => {
   test(`every PostgreSQL connection to the database terminated, ${TERMINATIONS} times`, async () => {
     for (let round = 1; round <= TERMINATIONS; round++) {
       const mark = started
-      // The services' connections, or PgBouncer's on their behalf; never this one.
-      const { rows } = await onDatabase(ADMIN_URL, (client) =>
-        client.query<{ terminated: string }>(
-          `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) AS terminated
-             FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
-          [db.name],
-        ),
-      )
-      assert.ok(Number(rows[0]?.terminated) > 0, 'no connection was there to terminate')
+      // The services' connections, or PgBouncer's on their behalf; never this one. PgBouncer
+      // opens its server connections again only as transactions need them, so at a given moment
+      // there may be none: the round waits until there is one to terminate.
+      const terminate = async () => {
+        const { rows } = await onDatabase(ADMIN_URL, (client) =>
+          client.query<{ terminated: string }>(
+            `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) AS terminated
+               FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
+            [db.name],
+          ),
+        )
+        return Number(rows[0]?.terminated) > 0
+      }
+      await until(`a connection to terminate (${round})`, terminate, NOTICED_MS)
       await recovered(mark, `the connections were terminated (${round})`)
     }
     await assertAlive('the connections were terminated')
