@@ -7,47 +7,32 @@
 // PgBouncer started with `-u postgres`.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { accessSync, chownSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { delimiter, join } from 'node:path'
+import { join } from 'node:path'
 import { Client } from 'pg'
+import { debianProgram } from './debian-program.ts'
 import { freePort } from './free-port.ts'
 import { ADMIN_URL } from './postgres.ts'
 
 /** CI sets this: a missing PgBouncer then fails the run instead of skipping its tests. */
 export const PGBOUNCER_REQUIRED = process.env.PETSTORE_REQUIRE_PGBOUNCER === '1'
 
-/** Where Debian puts it; PETSTORE_PGBOUNCER or the PATH may name another. */
-const CANDIDATES = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer']
-
-function executable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK)
-    return true
-  } catch {
-    return false
-  }
-}
+/** Debian's, unless PETSTORE_PGBOUNCER names another. */
+const pgbouncer = debianProgram({
+  name: 'pgbouncer',
+  candidates: ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'],
+  override: process.env.PETSTORE_PGBOUNCER,
+  absent: 'PgBouncer is not installed (Debian package pgbouncer); the PgBouncer tests are skipped',
+  required: { variable: 'PETSTORE_REQUIRE_PGBOUNCER', set: PGBOUNCER_REQUIRED },
+})
 
 /** The pgbouncer binary, or undefined where it is not installed. */
-export function pgbouncerBinary(): string | undefined {
-  const named = process.env.PETSTORE_PGBOUNCER
-  if (named !== undefined && named !== '') return executable(named) ? named : undefined
-  const onPath = (process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'pgbouncer'))
-  return [...CANDIDATES, ...onPath].find(executable)
-}
-
+export const pgbouncerBinary = pgbouncer.binary
 /** The one line printed where PgBouncer is absent. */
-export function absentLine(): string {
-  return 'PgBouncer is not installed (Debian package pgbouncer); the PgBouncer tests are skipped'
-}
-
+export const absentLine = pgbouncer.absentLine
 /** For a file whose tests need PgBouncer: undefined when it is there, else the reason to skip. */
-export function pgbouncerSkipReason(): string | undefined {
-  if (pgbouncerBinary() !== undefined) return undefined
-  if (PGBOUNCER_REQUIRED) throw new Error(`${absentLine()}, but PETSTORE_REQUIRE_PGBOUNCER=1`)
-  return absentLine()
-}
+export const pgbouncerSkipReason = pgbouncer.skipReason
 
 export interface PgBouncerOptions {
   /** Server connections per database and user (PgBouncer's default_pool_size). */

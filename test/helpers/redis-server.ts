@@ -3,38 +3,26 @@
 // on a free port, keeping nothing on disk, killed and started again on the same port.
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
-import { delimiter, join } from 'node:path'
+import { join } from 'node:path'
+import { debianProgram } from './debian-program.ts'
 import { freePort } from './free-port.ts'
 import { REDIS_REQUIRED } from './redis.ts'
 
-function executable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK)
-    return true
-  } catch {
-    return false
-  }
-}
+const redisServer = debianProgram({
+  name: 'redis-server',
+  candidates: ['/usr/bin/redis-server'],
+  absent:
+    'redis-server is not installed (Debian package redis-server); the tests that stop Redis are skipped',
+  required: { variable: 'PETSTORE_REQUIRE_REDIS', set: REDIS_REQUIRED },
+})
 
 /** The redis-server binary, or undefined where it is not installed. */
-export function redisServerBinary(): string | undefined {
-  const onPath = (process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'redis-server'))
-  return ['/usr/bin/redis-server', ...onPath].find(executable)
-}
-
-function absentLine(): string {
-  return 'redis-server is not installed (Debian package redis-server); the tests that stop Redis are skipped'
-}
-
+export const redisServerBinary = redisServer.binary
 /** Undefined when redis-server is there, else the reason to skip; throws with PETSTORE_REQUIRE_REDIS=1. */
-export function redisServerSkipReason(): string | undefined {
-  if (redisServerBinary() !== undefined) return undefined
-  if (REDIS_REQUIRED) throw new Error(`${absentLine()}, but PETSTORE_REQUIRE_REDIS=1`)
-  return absentLine()
-}
+export const redisServerSkipReason = redisServer.skipReason
 
 export interface RedisServer {
   port: number
@@ -77,7 +65,7 @@ const START_TRIES = 3
 /** Starts a private redis-server; a start whose port was taken in between is retried. */
 export async function startRedisServer(): Promise<RedisServer> {
   const binary = redisServerBinary()
-  if (binary === undefined) throw new Error(absentLine())
+  if (binary === undefined) throw new Error(redisServer.absentLine())
   for (let attempt = 1; ; attempt++) {
     try {
       return await startOnce(binary)
