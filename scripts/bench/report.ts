@@ -1,6 +1,9 @@
 // The benchmark's report: its JSON shape, the Markdown tables, and the targets it is held to.
 import type { RunFigures } from './load.ts'
 
+/** Ratios of one server's figures to another's (the load core's share has none). */
+export type Ratios = Omit<RunFigures, 'loadCoreBusy'>
+
 export interface Round {
   service: RunFigures
   /** The ceiling, or (table-size comparison) the service on the 1k table. */
@@ -18,17 +21,17 @@ export interface PairResult {
   service: RunFigures
   baseline: RunFigures
   /** Medians of the per-round ratios service ÷ baseline. */
-  ratio: RunFigures
+  ratio: Ratios
   /** Reads: the database limit's medians, and the medians of the per-round service ÷ it. */
   dbLimit?: RunFigures
-  dbLimitRatio?: RunFigures
+  dbLimitRatio?: Ratios
 }
 
 export interface BenchReport {
   date: string
   durationSeconds: number
   machine: { cpu: string; cores: number; memoryGb: number }
-  versions: { node: string; fastify: string; sqlite: string; autocannon: string }
+  versions: { node: string; fastify: string; sqlite: string; wrk: string }
   settings: {
     mode: string
     pets: number
@@ -130,13 +133,31 @@ function targets(report: BenchReport): Target[] {
   return out
 }
 
+const percent = (share: number) => `${Math.round(share * 100)}%`
+
+/**
+ * How busy the load generator's core was: over every measured run, and over the ceiling's,
+ * the fastest server and so the load generator's hardest work. Far below 100%, wrk was not
+ * what limited a figure.
+ */
+function loadCoreSentence(report: BenchReport): string {
+  const rounds = report.pairs.flatMap((p) => p.rounds)
+  const all = rounds
+    .flatMap((r) => [r.service, r.baseline, r.dbLimit])
+    .filter((f) => f !== undefined)
+    .map((f) => f.loadCoreBusy)
+  const ceiling = rounds.map((r) => r.baseline.loadCoreBusy)
+  if (all.length === 0 || all.some(Number.isNaN)) return ''
+  return ` The load generator's core was busy ${percent(Math.min(...all))}–${percent(Math.max(...all))} of each run (whoever used it), at most ${percent(Math.max(...ceiling))} while the ceiling answered.`
+}
+
 export function renderMarkdown(report: BenchReport): string {
   const { settings, machine, versions, conditions } = report
   const lines: string[] = []
   lines.push(
-    `Run of ${report.date.slice(0, 16).replace('T', ' ')} UTC (${settings.mode}, ${report.durationSeconds} s): ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB; Node.js ${versions.node}, Fastify ${versions.fastify}, SQLite ${versions.sqlite}, autocannon ${versions.autocannon}.`,
+    `Run of ${report.date.slice(0, 16).replace('T', ' ')} UTC (${settings.mode}, ${report.durationSeconds} s): ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB; Node.js ${versions.node}, Fastify ${versions.fastify}, SQLite ${versions.sqlite}, wrk ${versions.wrk}.`,
     '',
-    `${int(settings.pets)} pets in the SQLite file; ${settings.rounds} alternating rounds of ${settings.seconds} s per figure after ${settings.warmupSeconds} s of warm-up on each side; ${settings.pinning ? `servers pinned to core ${settings.pinning.server}, load generator to core ${settings.pinning.load}` : 'no pinning (taskset missing)'}. While it ran, other processes used ${conditions.otherProcessesCores.toFixed(2)} of the ${machine.cores} cores on average and the hypervisor took ${conditions.stolenCores.toFixed(2)} (load average before/after: ${conditions.loadAverageBefore.map((n) => n.toFixed(2)).join(' ')} / ${conditions.loadAverageAfter.map((n) => n.toFixed(2)).join(' ')}).`,
+    `${int(settings.pets)} pets in the SQLite file; ${settings.rounds} alternating rounds of ${settings.seconds} s per figure after ${settings.warmupSeconds} s of warm-up on each side; ${settings.pinning ? `servers pinned to core ${settings.pinning.server}, load generator to core ${settings.pinning.load}` : 'no pinning (taskset missing)'}. While it ran, other processes used ${conditions.otherProcessesCores.toFixed(2)} of the ${machine.cores} cores on average and the hypervisor took ${conditions.stolenCores.toFixed(2)} (load average before/after: ${conditions.loadAverageBefore.map((n) => n.toFixed(2)).join(' ')} / ${conditions.loadAverageAfter.map((n) => n.toFixed(2)).join(' ')}).${loadCoreSentence(report)}`,
     '',
     'Each figure is the median over the rounds; each ratio is the median of the per-round ratios service ÷ reference (for req/s higher is better, for the rest lower is). Two references, measured in the same alternating rounds: the **database limit** (a raw `node:http` server running the same SQLite queries for each request; reads only) and the **ceiling** (a raw `node:http` server answering precomputed bytes). CPU is the server process’s user + system time per request. Latency, RSS and CPU read service (database limit / ceiling).',
     '',

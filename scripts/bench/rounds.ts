@@ -3,7 +3,7 @@
 // (through PgBouncer against direct).
 import { measure, type Request, type RunFigures, warmUp } from './load.ts'
 import type { ServerProcess } from './processes.ts'
-import type { PairResult, Round } from './report.ts'
+import type { PairResult, Ratios, Round } from './report.ts'
 
 export interface RoundSettings {
   rounds: number
@@ -26,11 +26,12 @@ function medianFigures(runs: RunFigures[]): RunFigures {
     p99: median(runs.map((r) => r.p99)),
     rssMb: median(runs.map((r) => r.rssMb)),
     cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
+    loadCoreBusy: median(runs.map((r) => r.loadCoreBusy)),
   }
 }
 
 /** Medians of the per-round ratios service ÷ the reference `of` picks from the round. */
-function medianRatios(rounds: Round[], of: (round: Round) => RunFigures): RunFigures {
+function medianRatios(rounds: Round[], of: (round: Round) => RunFigures): Ratios {
   const ratio = (pick: (f: RunFigures) => number) =>
     median(rounds.map((r) => pick(r.service) / pick(of(r))))
   return {

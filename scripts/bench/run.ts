@@ -34,7 +34,7 @@ import { parseArgs } from 'node:util'
 import { generateApiKey } from '../../src/keys/api-key.ts'
 import { encodeCursor } from '../../src/routes/cursor.ts'
 import { sqliteMigrations } from '../../src/store/migrations/sqlite.ts'
-import type { Request } from './load.ts'
+import { type Request, requireWrk, wrkVersion } from './load.ts'
 import { benchPostgres } from './postgres.ts'
 import {
   cpuSeconds,
@@ -435,7 +435,7 @@ async function benchSqlite(): Promise<void> {
         node: process.versions.node,
         fastify: packageVersion('fastify'),
         sqlite: process.versions.sqlite ?? 'unknown',
-        autocannon: packageVersion('autocannon'),
+        wrk: wrkVersion(),
       },
       settings: { ...settings, pinning: pinning ?? null, scenarios: selected.map((s) => s.id) },
       conditions: {
@@ -460,6 +460,7 @@ async function benchSqlite(): Promise<void> {
   log(`wrote ${mdPath} and ${outBase}.json in ${report.durationSeconds} s`)
 }
 
+requireWrk()
 const engines = (args.engines ?? 'sqlite,postgres').split(',')
 if (engines.includes('sqlite')) await benchSqlite()
 if (engines.includes('postgres')) {
