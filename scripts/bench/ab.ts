@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { generateApiKey } from '../../src/keys/api-key.ts'
-import type { Request } from './load.ts'
+import { type Request, requireWrk } from './load.ts'
 import { pinSelf, type ServerProcess, startServer } from './processes.ts'
 import { pair } from './rounds.ts'
 
@@ -94,6 +94,7 @@ function start(
   )
 }
 
+requireWrk()
 pinSelf()
 const baseline = await start('base', base, [])
 const candidate = await start('this', ROOT, flags, candidateEnv)

@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util'
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
 import { generateApiKey } from '../../src/keys/api-key.ts'
 import { BROTLI_QUALITY } from '../../src/plugins/compression.ts'
-import { measure, type RunFigures, warmUp } from './load.ts'
+import { measure, type RunFigures, requireWrk, warmUp } from './load.ts'
 import { pinSelf, startServer } from './processes.ts'
 import { seed } from './seed.ts'
 
@@ -90,6 +90,7 @@ function compressionCost(body: Buffer, compress: (b: Buffer) => Buffer) {
   return { us: (used.user + used.system) / runs, bytes: size }
 }
 
+requireWrk()
 pinSelf()
 const key = generateApiKey('production')
 const service = await startServer(

@@ -1,8 +1,19 @@
-// One measured run: autocannon (as a library) against one server, keep-alive connections, with
-// latencies taken from every response (autocannon's own histogram rounds to whole milliseconds)
-// and the server's resident memory sampled meanwhile.
-import autocannon from 'autocannon'
-import { cpuSeconds, sampleRss } from './processes.ts'
+// One measured run: wrk (C, one thread, pinned to the load core) against one server, keep-alive
+// connections, one request in flight each, with its request and summary from wrk.lua; the
+// server's resident memory and CPU time, and how busy the load core was, read meanwhile.
+//
+// wrk and not a Node.js load generator, so that the load generator is never in question: it is
+// what an outside measurement uses, and it has room to spare. Against the ceiling (a raw
+// node:http server answering precomputed bytes, the fastest server here) autocannon kept its core
+// 86–94% busy, wrk 70–73%; both saturated the server's core (95–99%) and measured the same req/s
+// within the noise (docs/benchmarks.md, "Load"). Each run records the load core's busy share, so
+// a report shows that the load generator was not the limit.
+import { spawn, spawnSync } from 'node:child_process'
+import { once } from 'node:events'
+import { existsSync } from 'node:fs'
+import { delimiter, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { coreTicks, cpuSeconds, pinning, sampleRss, TASKSET } from './processes.ts'
 
 export interface Request {
   method: 'GET' | 'POST'
@@ -27,17 +38,107 @@ export interface RunFigures {
   rssMb: number
   /** Server CPU time (user + system) per request, µs: unlike req/s, unmoved by stolen time. */
   cpuUsPerRequest: number
+  /**
+   * Share (0–1) of the load generator's core that was busy during the run, whoever used it;
+   * NaN without pinning. Well below 1, the load generator was not what limited req/s.
+   */
+  loadCoreBusy: number
 }
 
-const AUTH_HEADERS = (key: string, request: Request): Record<string, string> =>
-  request.method === 'POST'
-    ? { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
-    : { authorization: `Bearer ${key}` }
+const WRK_SCRIPT = fileURLToPath(new URL('./wrk.lua', import.meta.url))
+const INSTALL_LINE = 'npm run bench needs wrk, the C HTTP load generator: apt-get install wrk'
 
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return Number.NaN
-  const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)
-  return sorted[Math.max(0, index)] as number
+/** wrk's path: on PATH, or Debian's /usr/bin/wrk; undefined when it is not installed. */
+export function wrkBinary(): string | undefined {
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/bin']
+  return dirs.map((dir) => join(dir, 'wrk')).find((path) => path !== 'wrk' && existsSync(path))
+}
+
+/** Stops the run with one line saying how to install wrk, when it is absent. */
+export function requireWrk(): string {
+  const wrk = wrkBinary()
+  if (wrk === undefined) {
+    process.stderr.write(`${INSTALL_LINE}\n`)
+    process.exit(1)
+  }
+  return wrk
+}
+
+/** wrk's version as `wrk -v` gives it (e.g. debian/4.1.0-3+b2); -v exits 1 after printing. */
+export function wrkVersion(): string {
+  const { stdout } = spawnSync(requireWrk(), ['-v'], { encoding: 'utf8' })
+  return /^wrk (\S+)/.exec(stdout)?.[1] ?? 'unknown'
+}
+
+/** What wrk.lua's done() prints. */
+interface WrkSummary {
+  requests: number
+  durationUs: number
+  connectErrors: number
+  readErrors: number
+  writeErrors: number
+  statusErrors: number
+  timeouts: number
+  non2xx: number
+  p50Us: number
+  p99Us: number
+  maxUs: number
+}
+
+function wrkArguments(options: {
+  url: string
+  key: string
+  request: Request
+  connections: number
+  seconds: number
+}): string[] {
+  const { url, key, request, connections, seconds } = options
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${key}`,
+    ...(request.method === 'POST' ? { 'content-type': 'application/json' } : {}),
+    ...request.headers,
+  }
+  const keyPrefix = request.idempotencyKey
+    ? `bench-${process.pid}-${Date.now()}-${++keyedRuns}`
+    : ''
+  return [
+    '-t1',
+    `-c${connections}`,
+    // wrk takes whole seconds.
+    `-d${Math.max(1, Math.round(seconds))}s`,
+    '--latency',
+    '--timeout',
+    '10s',
+    '-s',
+    WRK_SCRIPT,
+    ...Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]),
+    url + request.path,
+    '--',
+    request.method,
+    request.body ?? '',
+    keyPrefix,
+  ]
+}
+
+/** Runs wrk pinned to the load core; its summary, or an error with what it printed. */
+async function runWrk(args: string[]): Promise<WrkSummary> {
+  const wrk = requireWrk()
+  const [file, ...rest] = pinning ? [TASKSET, '-c', pinning.load, wrk, ...args] : [wrk, ...args]
+  const child = spawn(file as string, rest, { stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk) => {
+    stdout += chunk
+  })
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk
+  })
+  const [code] = await once(child, 'exit')
+  const line = /^wrk-summary (.+)$/m.exec(stdout)?.[1]
+  if (code !== 0 || line === undefined) {
+    throw new Error(`wrk ${args.join(' ')} failed (exit ${code}):\n${stdout}${stderr}`)
+  }
+  return JSON.parse(line) as WrkSummary
 }
 
 export async function measure(options: {
@@ -48,65 +149,37 @@ export async function measure(options: {
   connections: number
   seconds: number
 }): Promise<RunFigures> {
-  const { url, pid, key, request, connections, seconds } = options
-  let latencies = new Float64Array(1 << 16)
-  let count = 0
+  const { url, pid, request } = options
   const rss = sampleRss(pid)
   const cpuBefore = cpuSeconds(pid)
-  let finished: (result: autocannon.Result) => void = () => {}
-  let failed: (err: unknown) => void = () => {}
-  const done = new Promise<autocannon.Result>((resolve, reject) => {
-    finished = resolve
-    failed = reject
-  })
-  const keyPrefix = `bench-${process.pid}-${Date.now()}-${++keyedRuns}`
-  let keysSent = 0
-  const cannon: autocannon.Options = {
-    ...(request.idempotencyKey
-      ? {
-          requests: [
-            {
-              setupRequest: (req: autocannon.Request) => ({
-                ...req,
-                headers: { ...req.headers, 'idempotency-key': `${keyPrefix}-${++keysSent}` },
-              }),
-            },
-          ],
-        }
-      : {}),
-    url: url + request.path,
-    method: request.method,
-    headers: { ...AUTH_HEADERS(key, request), ...request.headers },
-    ...(request.body === undefined ? {} : { body: request.body }),
-    connections,
-    pipelining: 1,
-    duration: seconds,
-    timeout: 10,
-  }
-  const instance = autocannon(cannon, (err, result) => (err ? failed(err) : finished(result)))
-  instance.on('response', (_client, _status, _bytes, responseTime) => {
-    if (count === latencies.length) {
-      const bigger = new Float64Array(latencies.length * 2)
-      bigger.set(latencies)
-      latencies = bigger
-    }
-    latencies[count++] = responseTime
-  })
-  const result = await done
+  const coreBefore = pinning ? coreTicks(pinning.load) : undefined
+  const summary = await runWrk(wrkArguments(options))
+  const coreAfter = pinning ? coreTicks(pinning.load) : undefined
   const rssMb = rss.stop()
   const cpu = cpuSeconds(pid) - cpuBefore
-  if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
+  const failures =
+    summary.connectErrors +
+    summary.readErrors +
+    summary.writeErrors +
+    summary.statusErrors +
+    summary.timeouts +
+    summary.non2xx
+  if (failures > 0 || summary.requests === 0) {
     throw new Error(
-      `${request.method} ${url}${request.path}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx responses (by status: ${JSON.stringify(result.statusCodeStats)}); the figures would mean nothing`,
+      `${request.method} ${url}${request.path}: ${summary.requests} answers, ${summary.non2xx} not 2xx, errors: ${summary.connectErrors} connect, ${summary.readErrors} read, ${summary.writeErrors} write, ${summary.timeouts} timeouts; the figures would mean nothing`,
     )
   }
-  const sorted = latencies.subarray(0, count).sort()
+  const loadCoreBusy =
+    coreBefore && coreAfter
+      ? (coreAfter.busy - coreBefore.busy) / (coreAfter.total - coreBefore.total)
+      : Number.NaN
   return {
-    rps: result.requests.total / result.duration,
-    p50: percentile(sorted, 50),
-    p99: percentile(sorted, 99),
+    rps: summary.requests / (summary.durationUs / 1e6),
+    p50: summary.p50Us / 1000,
+    p99: summary.p99Us / 1000,
     rssMb,
-    cpuUsPerRequest: (cpu * 1e6) / result.requests.total,
+    cpuUsPerRequest: (cpu * 1e6) / summary.requests,
+    loadCoreBusy,
   }
 }
 

@@ -5,7 +5,7 @@ import { once } from 'node:events'
 import { existsSync, readFileSync } from 'node:fs'
 import { freePort } from '../../test/helpers/free-port.ts'
 
-const TASKSET = '/usr/bin/taskset'
+export const TASKSET = '/usr/bin/taskset'
 
 /** Cores: servers on the first, the load generator on the second (when there are two). */
 export const pinning = existsSync(TASKSET) ? { server: '0', load: '1' } : undefined
@@ -108,4 +108,19 @@ export function machineCpuSeconds(): { busy: number; steal: number } {
     .map(Number)
   const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields
   return { busy: (user + nice + system + irq + softirq) / 100, steal: steal / 100 }
+}
+
+/**
+ * One core's time from /proc/stat in clock ticks: busy (user, nice, system, irq, softirq, steal)
+ * and in all (busy, idle and iowait). Two readings give the share of the core that was busy.
+ */
+export function coreTicks(core: string): { busy: number; total: number } {
+  const line = new RegExp(`^cpu${core}\\s+(.+)$`, 'm').exec(readFileSync('/proc/stat', 'utf8'))
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = (
+    line?.[1] ?? ''
+  )
+    .split(/\s+/)
+    .map(Number)
+  const busy = user + nice + system + irq + softirq + steal
+  return { busy, total: busy + idle + iowait }
 }

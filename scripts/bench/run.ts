@@ -1,18 +1,22 @@
-// npm run bench: our service against two references, side by side in one run.
+// npm run bench: our service beside four references, side by side in one run.
 //
-// Starts the ceiling (scripts/bench/ceiling.ts: raw node:http, precomputed bodies identical in
-// bytes to ours), the database limit (scripts/bench/db-limit.ts: raw node:http running our SQL
-// on the same file for each read, bodies identical in bytes to ours) and the service as an
-// operator runs it (bin/petstore.js serve) on a SQLite file seeded with 1,000,000 pets, then
-// measures each operation at 10 and 50 keep-alive connections, alternating the references and
-// the service round by round so that drift hits all of them. Servers run on one core, the load
-// generator (this process) on the other. Figures are medians over the rounds; ratios are
-// medians of the per-round ratios. Writes docs/benchmarks.md (the generated section)
-// and docs/benchmarks.json.
+// Starts the service as an operator runs it (bin/petstore.js serve) on a SQLite file seeded with
+// 1,000,000 pets, and beside it, on the same file: the same bytes (scripts/bench/same-bytes.ts:
+// raw node:http running our SQL and sending our bodies and response headers, createPet durable
+// with a group commit), the framework floor (scripts/bench/fastify-floor.ts: bare Fastify doing
+// the same), the database limit (scripts/bench/db-limit.ts: raw node:http, our SQL, minimal
+// headers; reads only) and the ceiling (scripts/bench/ceiling.ts: raw node:http, precomputed
+// bodies identical in bytes to ours). Each reference's answers are checked against the service's
+// first. Then measures each operation at 10 and 50 keep-alive connections with wrk (load.ts),
+// the service and every reference once per round, their order rotating from round to round so
+// that drift hits all of them. Servers run on one core, wrk on the other. Figures are medians
+// over the rounds; ratios are medians of the per-round ratios. Writes docs/benchmarks.md (the
+// generated section) and docs/benchmarks.json.
 //
 //   npm run bench                      the full run (many minutes)
-//   npm run bench -- --quick           a small table and short runs (< 1 min); for CI, asserts
-//                                      nothing about speed, only that the harness works
+//   npm run bench -- --quick           a small table, 50 connections, short runs, fewer
+//                                      references (< 1 min); for CI, asserts nothing about
+//                                      speed, only that the harness works
 //   LOG_LEVEL=info METRICS_PORT=off npm run bench -- --quick
 //                                      the service with per-request log lines, without metrics
 //   npm run bench -- --only get,create --rounds 3 --seconds 5 --profile
@@ -26,6 +30,7 @@ import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { once } from 'node:events'
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
@@ -34,7 +39,7 @@ import { parseArgs } from 'node:util'
 import { generateApiKey } from '../../src/keys/api-key.ts'
 import { encodeCursor } from '../../src/routes/cursor.ts'
 import { sqliteMigrations } from '../../src/store/migrations/sqlite.ts'
-import type { Request } from './load.ts'
+import { type Request, requireWrk, wrkVersion } from './load.ts'
 import { benchPostgres } from './postgres.ts'
 import {
   cpuSeconds,
@@ -44,8 +49,14 @@ import {
   type ServerProcess,
   startServer,
 } from './processes.ts'
-import { type BenchReport, type PairResult, renderMarkdown } from './report.ts'
-import { pair as pairRounds } from './rounds.ts'
+import {
+  type BenchReport,
+  type Comparison,
+  type PairResult,
+  type Role,
+  renderMarkdown,
+} from './report.ts'
+import { compare, pair } from './rounds.ts'
 import { writeSection } from './section.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -72,7 +83,8 @@ const settings = {
   rounds: Number(args.rounds ?? (quick ? 1 : 5)),
   seconds: Number(args.seconds ?? (quick ? 1 : 5)),
   warmupSeconds: Number(args.warmup ?? (quick ? 0 : 2)),
-  connections: [10, 50],
+  // Quick: 50 connections only, so that CI's run, with every reference, stays under a minute.
+  connections: quick ? [50] : [10, 50],
 }
 const outBase =
   args.out ?? (quick ? join(BENCH_DIR, 'benchmarks-quick') : join(ROOT, 'docs/benchmarks'))
@@ -215,20 +227,47 @@ function startService(name: string, dbPath: string): Promise<ServerProcess> {
   )
 }
 
-async function fetchAnswer(
-  url: string,
-  request: Request,
-): Promise<{ status: number; body: string; link: string | null }> {
-  const response = await fetch(url + request.path, {
-    method: request.method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    ...(request.body === undefined ? {} : { body: request.body }),
-  })
-  return {
-    status: response.status,
-    body: await response.text(),
-    link: response.headers.get('link'),
+interface Answer {
+  status: number
+  body: string
+  headers: Headers
+}
+
+/** Checks get a new Idempotency-Key each, never a replay. */
+let checkKeys = 0
+
+/**
+ * One request with the headers wrk sends (node:http: fetch would add an Accept-Encoding, and get
+ * a compressed answer with other headers than wrk's).
+ */
+function fetchAnswer(url: string, request: Request): Promise<Answer> {
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${key}`,
+    ...(request.method === 'POST' ? { 'content-type': 'application/json' } : {}),
+    ...(request.idempotencyKey
+      ? { 'idempotency-key': `check-${process.pid}-${Date.now()}-${++checkKeys}` }
+      : {}),
+    ...request.headers,
   }
+  return new Promise((resolve, reject) => {
+    httpRequest(url + request.path, { method: request.method, headers }, (response) => {
+      let body = ''
+      response.setEncoding('utf8')
+      response.on('data', (chunk: string) => {
+        body += chunk
+      })
+      response.on('end', () => {
+        const received = new Headers()
+        for (const [name, value] of Object.entries(response.headers)) {
+          if (value !== undefined)
+            received.set(name, Array.isArray(value) ? value.join(', ') : value)
+        }
+        resolve({ status: response.statusCode ?? 0, body, headers: received })
+      })
+    })
+      .on('error', reject)
+      .end(request.body)
+  })
 }
 
 /** Starts the ceiling with our service's own bodies, and checks that they are identical. */
@@ -257,10 +296,19 @@ async function startCeiling(service: ServerProcess): Promise<ServerProcess> {
   return ceiling
 }
 
-/** The reads, whose answers the database limit gives too (checked identical on every run). */
-const DB_LIMIT_READS = ['list20', 'list100', 'status', 'deep', 'get']
-/** Reads also measured against the database limit (fewer when quick: CI's run stays < 1 min). */
-const DB_LIMIT_SCENARIOS = quick ? ['list20', 'get'] : DB_LIMIT_READS
+const READS = ['list20', 'list100', 'status', 'deep', 'get']
+const ALL = scenarios.map((s) => s.id)
+
+/**
+ * The scenarios on which each reference is measured beside the service and the ceiling; every
+ * scenario a reference answers is still checked against the service on each run. Fewer when
+ * quick, so that CI's run stays under a minute.
+ */
+const MEASURED: Record<'dbLimit' | 'sameBytes' | 'framework', string[]> = {
+  dbLimit: quick ? ['list20', 'get'] : READS,
+  sameBytes: quick ? ['list20', 'get', 'create', 'createKeyed'] : ALL,
+  framework: quick ? ['list20', 'get', 'create'] : ALL,
+}
 
 /**
  * Starts the database limit on the service's own file, and checks that its bodies are the
@@ -275,59 +323,119 @@ async function startDbLimit(service: ServerProcess, dbPath: string): Promise<Ser
     '/',
   )
   for (const { id, request } of scenarios) {
-    if (!DB_LIMIT_READS.includes(id)) continue
+    if (!READS.includes(id)) continue
     const ours = await fetchAnswer(service.url, request)
     const theirs = await fetchAnswer(dbLimit.url, request)
     if (theirs.status !== 200 || theirs.body !== ours.body) {
       throw new Error(`the database limit's body for ${request.path} differs from ours`)
     }
-    if (request.path.startsWith('/v1/pets?') && theirs.link !== ours.link) {
+    const link = (answer: Answer) => answer.headers.get('link')
+    if (request.path.startsWith('/v1/pets?') && link(theirs) !== link(ours)) {
       throw new Error(`the database limit's Link for ${request.path} differs from ours`)
     }
   }
   return dbLimit
 }
 
-/** The service's app without its database (floor.ts), checked to answer as the service does. */
-async function startFloor(service: ServerProcess): Promise<ServerProcess> {
-  const floor = await startServer(
-    'floor',
-    [join(ROOT, 'scripts/bench/floor.ts'), String(settings.pets)],
+/** Headers whose values differ from answer to answer, on every answer and on a create's. */
+const PER_ANSWER = new Set(['x-request-id', 'date'])
+const PER_CREATE = new Set([...PER_ANSWER, 'location', 'content-length'])
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+/**
+ * Throws unless `theirs` is the service's answer: the status; the body byte for byte, or for a
+ * create the same fields in the same order with a new id, and a Location naming it; the same set
+ * of header names, with the same values but for those that differ per answer; an X-Request-Id
+ * made as the service makes it.
+ */
+function checkSameAnswer(name: string, request: Request, ours: Answer, theirs: Answer): void {
+  const fail = (what: string) => {
+    throw new Error(`${name}, ${request.method} ${request.path}: ${what} differs from ours`)
+  }
+  if (theirs.status !== ours.status) fail(`the status (${theirs.status}, ours ${ours.status})`)
+  const creates = request.method === 'POST'
+  if (creates) {
+    const [a, b] = [JSON.parse(ours.body), JSON.parse(theirs.body)]
+    if (JSON.stringify({ ...a, id: 0 }) !== JSON.stringify({ ...b, id: 0 })) fail('the body')
+    if (theirs.headers.get('location') !== `/v1/pets/${b.id}`) fail('the Location')
+  } else if (theirs.body !== ours.body) fail('the body')
+  const names = (answer: Answer) => [...answer.headers.keys()].sort().join(', ')
+  if (names(theirs) !== names(ours)) fail(`the header set (${names(theirs)}; ours ${names(ours)})`)
+  const varying = creates ? PER_CREATE : PER_ANSWER
+  for (const [header, value] of ours.headers) {
+    if (!varying.has(header) && theirs.headers.get(header) !== value) fail(`the ${header} header`)
+  }
+  if (!UUID.test(theirs.headers.get('x-request-id') ?? '')) fail('the X-Request-Id')
+}
+
+/**
+ * Starts a reference that answers every operation as the service does (same-bytes.ts,
+ * fastify-floor.ts) on the service's own file, and checks its answer to every scenario.
+ */
+async function startSameAnswers(
+  name: string,
+  file: string,
+  service: ServerProcess,
+  dbPath: string,
+): Promise<ServerProcess> {
+  const server = await startServer(
+    name,
+    [join(ROOT, 'scripts/bench', file), dbPath],
+    { BENCH_AUTHORIZATION: `Bearer ${key}` },
+    '/',
+  )
+  for (const { request } of scenarios) {
+    const ours = await fetchAnswer(service.url, request)
+    checkSameAnswer(name, request, ours, await fetchAnswer(server.url, request))
+  }
+  return server
+}
+
+/** The service's app without its database (app-without-db.ts), checked to answer as it does. */
+async function startAppWithoutDb(service: ServerProcess): Promise<ServerProcess> {
+  const app = await startServer(
+    'app without db',
+    [join(ROOT, 'scripts/bench/app-without-db.ts'), String(settings.pets)],
     { PETSTORE_API_KEYS: key },
     '/healthz',
   )
   for (const { id, request } of scenarios) {
-    if (!FLOOR_SCENARIOS.includes(id)) continue
+    if (!APP_WITHOUT_DB_SCENARIOS.includes(id)) continue
     const ours = await fetchAnswer(service.url, request)
-    const theirs = await fetchAnswer(floor.url, request)
-    if (theirs.body !== ours.body) throw new Error(`the floor's body for ${request.path} differs`)
+    const theirs = await fetchAnswer(app.url, request)
+    if (theirs.body !== ours.body) {
+      throw new Error(`the app without database's body for ${request.path} differs`)
+    }
   }
-  return floor
+  return app
 }
 
-/** Read operations also measured on the floor, at 50 connections. */
-const FLOOR_SCENARIOS = quick ? ['list20', 'get'] : ['list20', 'list100', 'status', 'get']
+/** Read operations also measured on the app without its database, at 50 connections. */
+const APP_WITHOUT_DB_SCENARIOS = quick ? ['get'] : ['list20', 'list100', 'status', 'get']
 
 // --- measuring -------------------------------------------------------------------------------------
 
-/** Rounds of service against a baseline, with this run's settings. */
-function pair(
-  label: string,
-  request: Request,
-  connections: number,
+const roundSettings = { ...settings, key, log }
+
+/** The references measured on one scenario beside the service. */
+interface References {
+  sameBytes: ServerProcess
+  framework: ServerProcess
+  dbLimit: ServerProcess
+  ceiling: ServerProcess
+}
+
+function serversFor(
+  id: string,
   service: ServerProcess,
-  baseline: ServerProcess,
-  dbLimit?: ServerProcess,
-): Promise<Omit<PairResult, 'scenario' | 'label'>> {
-  return pairRounds(
-    { ...settings, key, log },
-    label,
-    request,
-    connections,
-    service,
-    baseline,
-    dbLimit,
-  )
+  references: References,
+): Partial<Record<Role, ServerProcess>> & { service: ServerProcess } {
+  const servers: Partial<Record<Role, ServerProcess>> & { service: ServerProcess } = { service }
+  for (const role of ['sameBytes', 'framework', 'dbLimit'] as const) {
+    if (MEASURED[role].includes(id)) servers[role] = references[role]
+  }
+  servers.ceiling = references.ceiling
+  return servers
 }
 
 // --- main ------------------------------------------------------------------------------------------
@@ -347,12 +455,110 @@ async function compareTableSizes(
 ): Promise<PairResult> {
   const request = scenarios[0]?.request as Request
   log(`table size: listPets limit=20 on ${settings.pets} vs ${settings.smallPets} pets`)
-  const connections = 50
-  const result = await pair('table-size', request, connections, service, small)
+  const result = await pair(roundSettings, 'table-size', request, 50, service, small)
   return { scenario: 'table-size', label: 'listPets `limit=20`, big table vs 1k table', ...result }
 }
 
-/** The SQLite run: the service against the ceiling (and the floor, and table sizes). */
+/** Every server of the SQLite run, started and checked against the service. */
+interface SqliteServers {
+  service: ServerProcess
+  references: References
+  small: ServerProcess
+  appWithoutDb: ServerProcess
+}
+
+/** Starts the servers one by one, each pushed to `started` at once so that all are stopped. */
+async function startSqliteServers(
+  bigDb: string,
+  smallDb: string,
+  started: ServerProcess[],
+): Promise<SqliteServers> {
+  const keep = <T extends ServerProcess>(server: T): T => {
+    started.push(server)
+    return server
+  }
+  const service = keep(await startService('service', bigDb))
+  const references: References = {
+    ceiling: keep(await startCeiling(service)),
+    dbLimit: keep(await startDbLimit(service, bigDb)),
+    sameBytes: keep(await startSameAnswers('same bytes', 'same-bytes.ts', service, bigDb)),
+    framework: keep(await startSameAnswers('framework floor', 'fastify-floor.ts', service, bigDb)),
+  }
+  const small = keep(await startService('service-1k', smallDb))
+  const appWithoutDb = keep(await startAppWithoutDb(service))
+  return { service, references, small, appWithoutDb }
+}
+
+/** The measurements: every scenario and connection count, the table sizes, the app alone. */
+async function measureSqlite(
+  servers: SqliteServers,
+): Promise<Pick<BenchReport, 'comparisons' | 'tableSize' | 'appWithoutDatabase'>> {
+  const { service, references, small, appWithoutDb } = servers
+  const comparisons: Comparison[] = []
+  let tableSize: PairResult | undefined
+  for (const scenario of selected) {
+    // The table-size comparison goes before the creates, which grow the big table.
+    if (scenario.id === 'create' && tableSize === undefined && only === undefined) {
+      tableSize = await compareTableSizes(service, small)
+    }
+    log(`${scenario.label}`)
+    for (const connections of settings.connections) {
+      const result = await compare(
+        roundSettings,
+        scenario.id,
+        scenario.request,
+        connections,
+        serversFor(scenario.id, service, references),
+      )
+      comparisons.push({ scenario: scenario.id, label: scenario.label, ...result })
+    }
+  }
+  if (tableSize === undefined && only === undefined) {
+    tableSize = await compareTableSizes(service, small)
+  }
+  const appWithoutDatabase: PairResult[] = []
+  for (const scenario of selected.filter((s) => APP_WITHOUT_DB_SCENARIOS.includes(s.id))) {
+    log(`the app without its database: ${scenario.label}`)
+    const { request } = scenario
+    const result = await pair(
+      roundSettings,
+      scenario.id,
+      request,
+      50,
+      appWithoutDb,
+      references.ceiling,
+    )
+    appWithoutDatabase.push({ scenario: scenario.id, label: scenario.label, ...result })
+  }
+  return { comparisons, tableSize: tableSize ?? null, appWithoutDatabase }
+}
+
+/**
+ * What the rest of the machine did during `work` (other people's tests share these cores), in
+ * cores on average: CPU time not used by `servers` or this process, and time stolen.
+ */
+async function othersDuring<T>(
+  servers: ServerProcess[],
+  work: () => Promise<T>,
+): Promise<{ result: T; otherProcessesCores: number; stolenCores: number }> {
+  const ours = () =>
+    servers.reduce((sum, s) => sum + cpuSeconds(s.pid), 0) +
+    (process.cpuUsage().user + process.cpuUsage().system) / 1e6
+  const machineBefore = machineCpuSeconds()
+  const oursBefore = ours()
+  const wallBefore = performance.now()
+  const result = await work()
+  const machineAfter = machineCpuSeconds()
+  const wallSeconds = (performance.now() - wallBefore) / 1000
+  const others = (machineAfter.busy - machineBefore.busy - (ours() - oursBefore)) / wallSeconds
+  return {
+    result,
+    otherProcessesCores: Math.max(0, others),
+    stolenCores: (machineAfter.steal - machineBefore.steal) / wallSeconds,
+  }
+}
+
+/** The SQLite run: the service beside its references (and the table sizes, the app alone). */
 async function benchSqlite(): Promise<void> {
   const startedAt = new Date()
   const started = performance.now()
@@ -361,68 +567,18 @@ async function benchSqlite(): Promise<void> {
   const smallDb = await seededCopy(settings.smallPets)
   pinSelf()
 
-  const servers: ServerProcess[] = []
-  const stopAll = () => Promise.all(servers.map((s) => s.stop()))
+  const running: ServerProcess[] = []
+  const stopAll = () => Promise.all(running.map((s) => s.stop()))
   process.on('SIGINT', () => {
     stopAll().then(() => process.exit(130))
   })
 
   let report: BenchReport
   try {
-    const service = await startService('service', bigDb)
-    servers.push(service)
-    const ceiling = await startCeiling(service)
-    servers.push(ceiling)
-    const dbLimit = await startDbLimit(service, bigDb)
-    servers.push(dbLimit)
-    const small = await startService('service-1k', smallDb)
-    servers.push(small)
-    const floor = await startFloor(service)
-    servers.push(floor)
-
-    // What the rest of the machine did meanwhile (other people's tests share these cores).
-    const ours = () =>
-      servers.reduce((sum, s) => sum + cpuSeconds(s.pid), 0) +
-      (process.cpuUsage().user + process.cpuUsage().system) / 1e6
-    const machineBefore = machineCpuSeconds()
-    const oursBefore = ours()
-    const wallBefore = performance.now()
-
-    const pairs: PairResult[] = []
-    let tableSize: PairResult | undefined
-    for (const scenario of selected) {
-      // The table-size comparison goes before the creates, which grow the big table.
-      if (scenario.id === 'create' && tableSize === undefined && only === undefined) {
-        tableSize = await compareTableSizes(service, small)
-      }
-      log(`${scenario.label}`)
-      for (const connections of settings.connections) {
-        const reads = DB_LIMIT_SCENARIOS.includes(scenario.id) ? dbLimit : undefined
-        const result = await pair(
-          scenario.id,
-          scenario.request,
-          connections,
-          service,
-          ceiling,
-          reads,
-        )
-        pairs.push({ scenario: scenario.id, label: scenario.label, ...result })
-      }
-    }
-    if (tableSize === undefined && only === undefined)
-      tableSize = await compareTableSizes(service, small)
-    const floorPairs: PairResult[] = []
-    for (const scenario of selected.filter((s) => FLOOR_SCENARIOS.includes(s.id))) {
-      log(`floor (the app without its database): ${scenario.label}`)
-      const result = await pair(scenario.id, scenario.request, 50, floor, ceiling)
-      floorPairs.push({ scenario: scenario.id, label: scenario.label, ...result })
-    }
-    const machineAfter = machineCpuSeconds()
-    const wallSeconds = (performance.now() - wallBefore) / 1000
-    const othersCores =
-      (machineAfter.busy - machineBefore.busy - (ours() - oursBefore)) / wallSeconds
-    const stealCores = (machineAfter.steal - machineBefore.steal) / wallSeconds
-
+    const servers = await startSqliteServers(bigDb, smallDb, running)
+    const { result, otherProcessesCores, stolenCores } = await othersDuring(running, () =>
+      measureSqlite(servers),
+    )
     report = {
       date: startedAt.toISOString(),
       durationSeconds: Math.round((performance.now() - started) / 1000),
@@ -435,18 +591,16 @@ async function benchSqlite(): Promise<void> {
         node: process.versions.node,
         fastify: packageVersion('fastify'),
         sqlite: process.versions.sqlite ?? 'unknown',
-        autocannon: packageVersion('autocannon'),
+        wrk: wrkVersion(),
       },
       settings: { ...settings, pinning: pinning ?? null, scenarios: selected.map((s) => s.id) },
       conditions: {
         loadAverageBefore: loadBefore,
         loadAverageAfter: loadavg(),
-        otherProcessesCores: Math.max(0, othersCores),
-        stolenCores: stealCores,
+        otherProcessesCores,
+        stolenCores,
       },
-      pairs,
-      tableSize: tableSize ?? null,
-      floor: floorPairs,
+      ...result,
     }
   } finally {
     await stopAll()
@@ -460,6 +614,7 @@ async function benchSqlite(): Promise<void> {
   log(`wrote ${mdPath} and ${outBase}.json in ${report.durationSeconds} s`)
 }
 
+requireWrk()
 const engines = (args.engines ?? 'sqlite,postgres').split(',')
 if (engines.includes('sqlite')) await benchSqlite()
 if (engines.includes('postgres')) {

@@ -19,7 +19,8 @@ import { petsJson } from './pets-json.ts'
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
-const getPetDeprecation: Deprecation = {
+/** getPet's deprecation (D7); exported for the benchmark's references, which send its headers. */
+export const getPetDeprecation: Deprecation = {
   deprecatedAt: GET_PET_DEPRECATED_AT,
   sunsetAt: GET_PET_SUNSET_AT,
   docs: '/docs#/animals/getPet',

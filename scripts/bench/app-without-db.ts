@@ -1,9 +1,10 @@
-// The framework floor: the service's own app, every plugin, hook, schema and header included,
-// with the database taken out. Its store computes the seeded pets (seed.ts) in memory, so its
-// answers are byte for byte the service's. Measured against the ceiling, it shows how much of
-// the gap is the HTTP framework and the cross-cutting concerns, and how much is SQLite.
+// The app without its database: the service's own app, every plugin, hook, schema and header
+// included, with the database taken out. Its store computes the seeded pets (seed.ts) in memory,
+// so its answers are byte for byte the service's. Measured against the ceiling, it shows how much
+// of the gap is the app (Fastify and the cross-cutting concerns) and how much is SQLite. Not the
+// framework floor (fastify-floor.ts: bare Fastify with the database).
 //
-//   node scripts/bench/floor.ts <pets>   (PORT, PETSTORE_API_KEYS in the environment)
+//   node scripts/bench/app-without-db.ts <pets>   (PORT, PETSTORE_API_KEYS in the environment)
 import { buildApp } from '../../src/app.ts'
 import type { Pet, PetStatus } from '../../src/contract/schemas.ts'
 import { createKeyVerifier } from '../../src/keys/verifier.ts'
