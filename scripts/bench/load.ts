@@ -8,12 +8,14 @@
 // 86–94% busy, wrk 70–73%; both saturated the server's core (95–99%) and measured the same req/s
 // within the noise (docs/benchmarks.md, "Load"). Each run records the load core's busy share, so
 // a report shows that the load generator was not the limit.
-import { spawn, spawnSync } from 'node:child_process'
-import { once } from 'node:events'
+import { execFile, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { delimiter, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import { coreTicks, cpuSeconds, pinning, sampleRss, TASKSET } from './processes.ts'
+
+const execFileAsync = promisify(execFile)
 
 export interface Request {
   method: 'GET' | 'POST'
@@ -124,20 +126,17 @@ function wrkArguments(options: {
 async function runWrk(args: string[]): Promise<WrkSummary> {
   const wrk = requireWrk()
   const [file, ...rest] = pinning ? [TASKSET, '-c', pinning.load, wrk, ...args] : [wrk, ...args]
-  const child = spawn(file as string, rest, { stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
-  child.stdout.on('data', (chunk) => {
-    stdout += chunk
-  })
-  child.stderr.on('data', (chunk) => {
-    stderr += chunk
-  })
-  const [code] = await once(child, 'exit')
-  const line = /^wrk-summary (.+)$/m.exec(stdout)?.[1]
-  if (code !== 0 || line === undefined) {
-    throw new Error(`wrk ${args.join(' ')} failed (exit ${code}):\n${stdout}${stderr}`)
+  try {
+    ;({ stdout, stderr } = await execFileAsync(file as string, rest))
+  } catch (err) {
+    const { stdout: out = '', stderr: errors = '' } = err as { stdout?: string; stderr?: string }
+    throw new Error(`wrk ${args.join(' ')} failed:\n${out}${errors}`)
   }
+  const line = /^wrk-summary (.+)$/m.exec(stdout)?.[1]
+  if (line === undefined)
+    throw new Error(`wrk ${args.join(' ')} gave no summary:\n${stdout}${stderr}`)
   return JSON.parse(line) as WrkSummary
 }
 
