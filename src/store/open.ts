@@ -3,6 +3,7 @@
 // client loaded the same way (server.ts), a SQLite service starts at 131 MB RSS instead of 143.
 import { resolve } from 'node:path'
 import type { DatabaseLocation } from '../config.ts'
+import { address } from './postgres-refusals.ts'
 import type { Store } from './store.ts'
 
 /** Where the data is, for the start line: never the URL itself, which may carry a password. */
@@ -24,11 +25,12 @@ export function describeDatabase(location: DatabaseLocation): DatabaseDescriptio
   }
   const url = new URL(location.url)
   // A Unix socket is given as ?host=/folder (config.ts); libpq's default port is 5432.
-  const host = url.searchParams.get('host') ?? url.hostname
+  // URL keeps an IPv6 address in brackets; the fields and address() want it bare.
+  const host = url.searchParams.get('host') ?? url.hostname.replace(/^\[(.*)\]$/, '$1')
   const port = Number(url.searchParams.get('port') ?? (url.port || 5432))
   const database = decodeURIComponent(url.pathname.slice(1))
   const user = decodeURIComponent(url.username)
-  const where = host.startsWith('/') ? `the socket in ${host}` : `${host}:${port}`
+  const where = address({ host, port })
   return {
     fields: {
       engine: 'postgres',

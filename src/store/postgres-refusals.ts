@@ -23,7 +23,7 @@ interface Failure {
 }
 
 /** host:port, an IPv6 address in brackets; a Unix socket folder as itself. */
-function address({ host, port }: ConnectTarget): string {
+export function address({ host, port }: Pick<ConnectTarget, 'host' | 'port'>): string {
   if (host.startsWith('/')) return `the socket in ${host}`
   return `${host.includes(':') ? `[${host}]` : host}:${port}`
 }
