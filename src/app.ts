@@ -10,18 +10,17 @@ import { IdempotencyPurge } from './idempotency-purge.ts'
 import type { KeyVerifier } from './keys/verifier.ts'
 import type { Lifecycle } from './lifecycle.ts'
 import type { Metrics } from './metrics.ts'
-import { auth } from './plugins/auth.ts'
 import { compression } from './plugins/compression.ts'
-import { deprecation } from './plugins/deprecation.ts'
 import { draining } from './plugins/draining.ts'
 import { errorHandling, frameworkErrors, methodNotAllowed } from './plugins/errors.ts'
 import { jsonBody } from './plugins/json-body.ts'
 import { type LoadSheddingOptions, loadShedding } from './plugins/load-shedding.ts'
 import { httpMetrics } from './plugins/metrics.ts'
 import { openapi } from './plugins/openapi.ts'
-import { rateLimit } from './plugins/rate-limit.ts'
-import { requestId, requestIdHeader } from './plugins/request-id.ts'
-import { requestLog } from './plugins/request-log.ts'
+import { operations } from './plugins/operations.ts'
+import { rateLimitCheck } from './plugins/rate-limit.ts'
+import { requestId } from './plugins/request-id.ts'
+import { INFO_OR_LOWER, requestLog } from './plugins/request-log.ts'
 import { security, securityHeaders } from './plugins/security.ts'
 import { MemoryWindowCounter, type WindowCounter } from './rate-limit/counter.ts'
 import { healthRoutes, LIVENESS_PATH } from './routes/health.ts'
@@ -84,12 +83,12 @@ export async function buildApp(parts: AppParts) {
     await app.register(httpMetrics, { metrics })
   }
 
-  if (parts.logger) await app.register(requestLog)
+  // D17: the per-request line is written at info; at warn and above, no hook runs for it.
+  if (parts.logger && INFO_OR_LOWER.has(app.log.level)) await app.register(requestLog)
 
   const rejectOtherMethods = methodNotAllowed(app)
   for (const schema of sharedSchemas) app.addSchema(schema)
 
-  await app.register(requestIdHeader)
   // Before any route: the plugin attaches itself to each route as it is added (D17).
   await app.register(compression)
   await app.register(errorHandling)
@@ -108,23 +107,17 @@ export async function buildApp(parts: AppParts) {
   await app.register(healthRoutes, { store, lifecycle })
   await app.register(rootRoutes)
 
-  // The operations: deprecation notice, then auth, then the rate limit, then the routes.
+  // The operations, each behind its steps: constant headers, auth, rate limit, sunset.
+  const rateLimit = rateLimitCheck({
+    quota: config.rateLimit,
+    windowSeconds: 60,
+    counter: parts.rateLimitCounter ?? new MemoryWindowCounter(),
+    clock,
+    ...(metrics ? { observer: metrics.rateLimit } : {}),
+  })
   await app.register(
     async (api) => {
-      // Responses depend on the key; no shared cache may keep them. First, so that the 401s,
-      // 410s and 429s the hooks below answer with carry it too.
-      api.addHook('onRequest', async (_request, reply) => {
-        reply.header('cache-control', 'no-store')
-      })
-      await api.register(deprecation, { clock })
-      await api.register(auth, { verify })
-      await api.register(rateLimit, {
-        quota: config.rateLimit,
-        windowSeconds: 60,
-        counter: parts.rateLimitCounter ?? new MemoryWindowCounter(),
-        clock,
-        ...(metrics ? { observer: metrics.rateLimit } : {}),
-      })
+      await api.register(operations, { verify, clock, rateLimit })
       await api.register(petRoutes, { store, clock, idempotencyTtlSeconds })
     },
     { prefix: '/v1' },

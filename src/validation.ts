@@ -37,11 +37,13 @@ function numberFromText(value: unknown): unknown {
 /** Canonical decimal integers become numbers; everything else stays as it came. */
 function numbersFromText(data: unknown): unknown {
   if (data === null || typeof data !== 'object') return data
-  // fromEntries defines every key as an own property: assigning to a plain object would send a
-  // "__proto__" parameter to the prototype setter, dropping it instead of refusing it as unknown.
-  return Object.fromEntries(
-    Object.entries(data).map(([key, value]) => [key, numberFromText(value)]),
-  )
+  // An object without a prototype, as Fastify's query parser makes: on a plain object, a
+  // "__proto__" parameter would go to the prototype setter, dropped instead of refused as unknown.
+  const values: Record<string, unknown> = Object.create(null)
+  for (const key of Object.keys(data)) {
+    values[key] = numberFromText((data as Record<string, unknown>)[key])
+  }
+  return values
 }
 
 /**

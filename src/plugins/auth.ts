@@ -1,13 +1,12 @@
 // D2: bearer API keys, checked before validation and before any look-up. A 401 carries the
 // Error body and an RFC 6750 §3 challenge; `error="invalid_token"` only when a key came.
-import type { FastifyRequest } from 'fastify'
-import fp from 'fastify-plugin'
+import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { ApiError } from '../errors.ts'
 import type { KeyCheck, KeyVerifier } from '../keys/verifier.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The id of the API key that authenticated this request. */
+    /** The id of the API key that authenticated this request ('' before, and outside /v1). */
     apiKeyId: string
   }
 }
@@ -20,12 +19,13 @@ const INVALID_TOKEN = 'Bearer realm="petstore", error="invalid_token"'
 // that is the Bearer scheme with an empty token, not another scheme.
 const BEARER = /^bearer(?: +(\S*))? *$/i
 
-export const auth = fp<{ verify: KeyVerifier }>(async (app, { verify }) => {
-  app.decorateRequest('apiKeyId', '')
-
-  // A callback hook rather than an async one: keys from the environment are checked
-  // synchronously, and then the request goes on without a promise and a microtask per hook.
-  app.addHook('onRequest', (request, _reply, done) => {
+/**
+ * The operations' first check (plugins/operations.ts). A callback hook rather than an async one:
+ * keys from the environment are checked synchronously, and then the request goes on without a
+ * promise and a microtask.
+ */
+export function authenticate(verify: KeyVerifier): onRequestHookHandler {
+  return function authenticate(request, _reply, done) {
     const header = request.headers.authorization
     const match = header === undefined ? null : BEARER.exec(header)
     const token = match === null ? undefined : (match[1] ?? '')
@@ -44,8 +44,8 @@ export const auth = fp<{ verify: KeyVerifier }>(async (app, { verify }) => {
     const check = token === '' ? EMPTY : verify(token)
     if (check instanceof Promise) check.then((result) => accept(request, result, done), done)
     else accept(request, check, done)
-  })
-})
+  }
+}
 
 const EMPTY: KeyCheck = { valid: false, reason: 'the API key is empty' }
 

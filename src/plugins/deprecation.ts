@@ -1,6 +1,7 @@
 // D7: a deprecated operation announces itself on every response, 401s included, and answers
-// 410 once its sunset has passed. A route opts in with `config: { deprecation }`.
-import fp from 'fastify-plugin'
+// 410 once its sunset has passed. A route opts in with `config: { deprecation }`; the
+// operations' steps (plugins/operations.ts) send its headers and add the sunset check.
+import type { onRequestHookHandler } from 'fastify'
 import type { Clock } from '../clock.ts'
 import { ApiError } from '../errors.ts'
 
@@ -29,27 +30,19 @@ export function deprecationHeaders({ deprecatedAt, sunsetAt, docs, successor }: 
   }
 }
 
-/** Registered before auth, so that even a 401 from a deprecated operation announces it. */
-export const deprecation = fp<{ clock: Clock }>(async (app, { clock }) => {
-  const headersFor = new WeakMap<Deprecation, ReturnType<typeof deprecationHeaders>>()
-  app.addHook('onRoute', (route) => {
-    const config = route.config?.deprecation
-    if (config !== undefined) headersFor.set(config, deprecationHeaders(config))
-  })
-
-  app.addHook('onRequest', async (request, reply) => {
-    const config = request.routeOptions.config.deprecation
-    if (config !== undefined) reply.headers(headersFor.get(config) ?? deprecationHeaders(config))
-  })
-
-  // After auth (preValidation runs after every onRequest hook), before validation.
-  app.addHook('preValidation', async (request) => {
-    const config = request.routeOptions.config.deprecation
-    if (config !== undefined && clock.now() >= config.sunsetAt.getTime()) {
-      throw new ApiError(
-        'gone',
-        `${request.method} ${request.routeOptions.url} was removed on ${config.sunsetAt.toUTCString()}; use ${config.successor}`,
-      )
-    }
-  })
-})
+/**
+ * The 410 once the sunset has passed: after auth (a client without a valid key learns nothing
+ * about the operation but its headers), before validation.
+ */
+export function sunsetCheck(
+  deprecation: Deprecation,
+  url: string,
+  clock: Clock,
+): onRequestHookHandler {
+  const { sunsetAt, successor } = deprecation
+  const removed = `${url} was removed on ${sunsetAt.toUTCString()}; use ${successor}`
+  return function sunset(request, _reply, done) {
+    if (clock.now() < sunsetAt.getTime()) done()
+    else done(new ApiError('gone', `${request.method} ${removed}`))
+  }
+}

@@ -10,7 +10,7 @@
 // unlimited. The limit protects the service from a client; it must not turn an outage of its
 // own helper into an outage of the API. Such a response carries RateLimit-Policy (the policy
 // still holds) but no RateLimit field, since the remaining budget is unknown.
-import fp from 'fastify-plugin'
+import type { onRequestAsyncHookHandler } from 'fastify'
 import type { Clock } from '../clock.ts'
 import { ApiError } from '../errors.ts'
 import type { RateLimitObserver } from '../metrics.ts'
@@ -36,41 +36,49 @@ export const COUNTER_OUTAGE: OutageMessages = {
   countField: 'requestsLetThrough',
 }
 
-export const rateLimit = fp<RateLimitOptions>(
-  async (app, { quota, windowSeconds, counter, clock, observer }) => {
-    if (quota === 0) return
-    const policy = `"default";q=${quota};w=${windowSeconds}`
-    const windowMs = windowSeconds * 1000
-    const outages = new OutageLog(clock, COUNTER_OUTAGE)
+/**
+ * The operations' check after auth (plugins/operations.ts): it counts the request against its
+ * key's budget. With a quota of 0 there is no limit and no check: undefined.
+ */
+export function rateLimitCheck({
+  quota,
+  windowSeconds,
+  counter,
+  clock,
+  observer,
+}: RateLimitOptions): onRequestAsyncHookHandler | undefined {
+  if (quota === 0) return undefined
+  const policy = `"default";q=${quota};w=${windowSeconds}`
+  const windowMs = windowSeconds * 1000
+  const outages = new OutageLog(clock, COUNTER_OUTAGE)
 
-    app.addHook('onRequest', async (request, reply) => {
-      const now = clock.now()
-      const window = Math.floor(now / windowMs)
-      let used: number
-      try {
-        used = await counter.hit(request.apiKeyId, window, windowSeconds)
-      } catch (err) {
-        outages.failed(request.log, err)
-        observer?.failingOpen(true)
-        reply.header('ratelimit-policy', policy)
-        return
-      }
-      outages.succeeded(request.log)
-      observer?.failingOpen(false)
-      const resetSeconds = Math.ceil(((window + 1) * windowMs - now) / 1000)
-      const headers = {
-        'ratelimit-policy': policy,
-        ratelimit: `"default";r=${Math.max(0, quota - used)};t=${resetSeconds}`,
-      }
-      if (used > quota) {
-        observer?.limited()
-        throw new ApiError(
-          'rate_limited',
-          `this API key has used its ${quota} requests for this minute; retry in ${resetSeconds} s`,
-          { ...headers, 'retry-after': String(resetSeconds) },
-        )
-      }
-      reply.headers(headers)
-    })
-  },
-)
+  return async function rateLimit(request, reply) {
+    const now = clock.now()
+    const window = Math.floor(now / windowMs)
+    let used: number
+    try {
+      used = await counter.hit(request.apiKeyId, window, windowSeconds)
+    } catch (err) {
+      outages.failed(request.log, err)
+      observer?.failingOpen(true)
+      reply.header('ratelimit-policy', policy)
+      return
+    }
+    outages.succeeded(request.log)
+    observer?.failingOpen(false)
+    const resetSeconds = Math.ceil(((window + 1) * windowMs - now) / 1000)
+    const headers = {
+      'ratelimit-policy': policy,
+      ratelimit: `"default";r=${Math.max(0, quota - used)};t=${resetSeconds}`,
+    }
+    if (used > quota) {
+      observer?.limited()
+      throw new ApiError(
+        'rate_limited',
+        `this API key has used its ${quota} requests for this minute; retry in ${resetSeconds} s`,
+        { ...headers, 'retry-after': String(resetSeconds) },
+      )
+    }
+    reply.headers(headers)
+  }
+}

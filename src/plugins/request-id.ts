@@ -1,7 +1,7 @@
-// D8: every response carries X-Request-Id, the same id the logs carry for the request.
+// D8: every response carries X-Request-Id (set with the security headers, plugins/security.ts),
+// the same id the logs carry for the request.
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
-import fp from 'fastify-plugin'
 
 const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -10,9 +10,3 @@ export function requestId(request: IncomingMessage): string {
   const given = request.headers['x-request-id']
   return typeof given === 'string' && WELL_FORMED.test(given) ? given : randomUUID()
 }
-
-export const requestIdHeader = fp(async (app) => {
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id)
-  })
-})

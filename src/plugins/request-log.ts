@@ -56,14 +56,13 @@ function requestLine(request: FastifyRequest, reply: FastifyReply): RequestLine 
 }
 
 /** Levels at which info lines are written (FastifyBaseLogger has no isLevelEnabled). */
-const INFO_OR_LOWER = new Set(['info', 'debug', 'trace'])
+export const INFO_OR_LOWER: ReadonlySet<string> = new Set(['info', 'debug', 'trace'])
 
+/** Registered only when the logger writes info lines (app.ts); LOG_LEVEL is read once, at start. */
 export const requestLog = fp(
   async (app) => {
     app.addHook('onResponse', (request, reply, done) => {
-      if (INFO_OR_LOWER.has(request.log.level)) {
-        request.log.info(requestLine(request, reply), 'request completed')
-      }
+      request.log.info(requestLine(request, reply), 'request completed')
       done()
     })
   },

@@ -1,4 +1,5 @@
-// D13: security headers on every response; CORS only for configured origins.
+// D13: security headers on every response, and D8's X-Request-Id with them; CORS only for
+// configured origins.
 
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import cors from '@fastify/cors'
@@ -80,9 +81,11 @@ export function securityHeaders(): Readonly<Record<string, string>> {
 
 export const security = fp<{ corsOrigins: readonly string[] }>(async (app, { corsOrigins }) => {
   // The /docs page sets helmet's HTML set and its own CSP over these (plugins/docs-page.ts).
+  // One callback hook for both, the first of every request: whatever answers next (CORS, load
+  // shedding, auth, a route) answers with them.
   const headers = securityHeaders()
-  app.addHook('onRequest', (_request, reply, done) => {
-    reply.headers(headers)
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.headers(headers).header('x-request-id', request.id)
     done()
   })
 

@@ -15,7 +15,7 @@ import type { Deprecation } from '../plugins/deprecation.ts'
 import { IdempotencyKeyInUseError, type Store } from '../store/store.ts'
 import { decodeCursor, nextPageLink } from './cursor.ts'
 import { readIdempotencyKey, requestFingerprint } from './idempotency.ts'
-import { petsJson } from './pets-json.ts'
+import { petJson, petsJson } from './pets-json.ts'
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
@@ -187,12 +187,12 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const pet = await store.pets.get(request.params.petId)
       if (pet === undefined) {
         throw new ApiError('not_found', `no pet with id ${request.params.petId}`)
       }
-      return pet
+      return reply.type(JSON_CONTENT_TYPE).serializer(petJson).send(pet)
     },
   )
 }
