@@ -114,12 +114,10 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (
       },
     },
     async (request, reply) => {
-      // headersDistinct (every field line, to refuse disagreeing ones) is built on first use;
-      // most creates carry no key and skip it.
-      const key =
-        request.headers['idempotency-key'] === undefined
-          ? undefined
-          : readIdempotencyKey(request.raw.headersDistinct['idempotency-key'])
+      const key = readIdempotencyKey(
+        request.headers['idempotency-key'],
+        () => request.raw.headersDistinct['idempotency-key'],
+      )
       if (key === undefined) {
         const pet = await store.pets.create(request.body)
         return reply.code(201).header('location', `/v1/pets/${pet.id}`).send(pet)
@@ -137,7 +135,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (
           expiredAt: new Date(now - idempotencyTtlMs),
           outcome: (pet) => ({
             status: 201,
-            body: JSON.stringify(pet),
+            body: petJson(pet),
             location: `/v1/pets/${pet.id}`,
           }),
         })
