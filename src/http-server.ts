@@ -316,7 +316,11 @@ class Connection {
     const [req, res] = next
     this.#active = req
     res.once('close', this.#answered)
-    this.#handler(req, res)
+    // The app sees the request once the parser is done with the bytes it is parsing now: an
+    // error in the request's own bytes that came in the same read (a malformed chunk after the
+    // headers) is then its answer, as it must be, even when the app would answer at once,
+    // without waiting for the body (a 401 from auth, which is synchronous).
+    queueMicrotask(() => this.#handler(req, res))
   }
 
   /** The active request's response is sent (or its connection gone): on to the next. */
