@@ -9,6 +9,7 @@ import { sharedSchemas } from './contract/schemas.ts'
 import { IdempotencyPurge } from './idempotency-purge.ts'
 import type { KeyVerifier } from './keys/verifier.ts'
 import type { Lifecycle } from './lifecycle.ts'
+import { requestLogger } from './logging.ts'
 import type { Metrics } from './metrics.ts'
 import { compression } from './plugins/compression.ts'
 import { draining } from './plugins/draining.ts'
@@ -61,6 +62,7 @@ export async function buildApp(parts: AppParts) {
     logger: parts.logger ?? false,
     // One line per request, ours (plugins/request-log.ts), instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: requestLogger,
     genReqId: requestId,
     bodyLimit: BODY_LIMIT_BYTES,
     // While closing, requests on open connections are still served (D11: nothing accepted is
