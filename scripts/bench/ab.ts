@@ -9,7 +9,6 @@
 // --node-flags: flags for this checkout's `node` only, to measure a flag against its absence
 // (then --base may be this checkout too). --env NAME=VALUE (repeatable): a setting for this
 // checkout's service only, e.g. --env METRICS_PORT=off to measure what metrics cost.
-import { copyFileSync, readdirSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
@@ -17,6 +16,7 @@ import { generateApiKey } from '../../src/keys/api-key.ts'
 import { type Request, requireWrk } from './load.ts'
 import { pinSelf, type ServerProcess, startServer } from './processes.ts'
 import { pair } from './rounds.ts'
+import { seededCopy } from './seed.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const BENCH_DIR = join(ROOT, '.bench')
@@ -49,17 +49,6 @@ const requests: Record<string, Request> = {
   createKeyed: { method: 'POST', path: '/v1/pets', body, idempotencyKey: true },
 }
 
-function seededCopy(name: string): string {
-  const seed = readdirSync(BENCH_DIR).find(
-    (file) => file.startsWith(`seed-${pets}-`) && file.endsWith('.db'),
-  )
-  if (seed === undefined) throw new Error(`no .bench/seed-${pets}-*.db: run npm run bench first`)
-  const copy = join(BENCH_DIR, `ab-${name}.db`)
-  for (const suffix of ['', '-wal', '-shm']) rmSync(copy + suffix, { force: true })
-  copyFileSync(join(BENCH_DIR, seed), copy)
-  return copy
-}
-
 const key = generateApiKey('production')
 const flags = args['node-flags'].split(' ').filter((flag) => flag !== '')
 const candidateEnv = Object.fromEntries(
@@ -80,7 +69,7 @@ function start(
     name,
     [...nodeFlags, join(checkout, 'bin/petstore.js'), 'serve'],
     {
-      DATABASE_URL: `sqlite:${seededCopy(name)}`,
+      DATABASE_URL: `sqlite:${seededCopy(BENCH_DIR, pets, `ab-${name}`)}`,
       LOG_LEVEL: 'warn',
       METRICS_PORT: '0',
       PETSTORE_RATE_LIMIT: '0',

@@ -4,7 +4,8 @@
 // Writes to `<path>.tmp` and renames, so a file at `path` is always a complete seed.
 //
 //   node scripts/bench/seed.ts <count> <path>
-import { renameSync, rmSync } from 'node:fs'
+import { copyFileSync, readdirSync, renameSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { openSqliteStore } from '../../src/store/sqlite.ts'
 
@@ -41,6 +42,21 @@ export async function seed(count: number, path: string): Promise<void> {
   rmSync(`${tmp}-wal`, { force: true })
   rmSync(`${tmp}-shm`, { force: true })
   renameSync(tmp, path)
+}
+
+/**
+ * A fresh copy of the seed of `pets` pets in `benchDir` (made by `npm run bench`), named after
+ * `name`, for a server to write to; the seed itself stays as it is.
+ */
+export function seededCopy(benchDir: string, pets: number, name: string): string {
+  const seed = readdirSync(benchDir).find(
+    (file) => file.startsWith(`seed-${pets}-`) && file.endsWith('.db'),
+  )
+  if (seed === undefined) throw new Error(`no .bench/seed-${pets}-*.db: run npm run bench first`)
+  const copy = join(benchDir, `${name}.db`)
+  for (const suffix of ['', '-wal', '-shm']) rmSync(copy + suffix, { force: true })
+  copyFileSync(join(benchDir, seed), copy)
+  return copy
 }
 
 if (import.meta.main) {
