@@ -78,8 +78,10 @@ function compressSuccessfulAnswers(compress: OnSendHook): OnSendHook {
 export const compression = fp(async (app) => {
   // @fastify/compress adds to every route an onRequest hook (reply.compress(), which we do not
   // use) and an onSend hook. Both are taken back and the onSend wrapped into one hook that does
-  // nothing for a request that accepts no coding: the hooks as the plugin left them cost
-  // getPet 4 µs of CPU per request (docs/benchmarks.md, round three).
+  // nothing for a request that accepts no coding: the hooks as the plugin left them, with our two
+  // beside them, cost getPet 9,000 of its ~190,000 instructions and listPets 11,000
+  // (docs/benchmarks.md, "Performance, round three: the request path"). A route declaring the
+  // plugin's own `compress` option would get another number of hooks, and the start fails.
   const before = new WeakMap<RouteOptions, { onRequest: number; onSend: number }>()
   app.addHook('onRoute', (route) => {
     before.set(route, {
