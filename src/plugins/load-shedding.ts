@@ -10,11 +10,15 @@
 // instance restarted, which adds load elsewhere); everything else, /readyz included, is. A
 // readiness 503 makes a balancer send this instance less until it catches up.
 //
-// The answer is sent from the handler, not thrown: the error handler logs every 5xx with its
+// under-pressure is registered in a scope of its own that has no routes, so that its
+// per-request hook, which reads Fastify's `request.routeOptions` (an object built anew on every
+// read), never runs; our one hook asks it `isUnderPressure()`, a few comparisons, and goes on.
+//
+// The answer is sent from the hook, not thrown: the error handler logs every 5xx with its
 // stack, which under overload would flood the log. Instead one line says shedding began and
 // one, after a quiet spell, how many requests it shed.
-import underPressure, { type FastifyUnderPressureOptions } from '@fastify/under-pressure'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import underPressure from '@fastify/under-pressure'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { type ErrorBody, errorBody } from '../errors.ts'
 
@@ -61,19 +65,44 @@ const QUIET_MS = 5_000
 /** How often a running episode looks whether it has been quiet long enough. */
 const QUIET_CHECK_MS = 1_000
 
+type LoopGauge = Pick<FastifyInstance, 'isUnderPressure' | 'memoryUsage'>
+
+/** under-pressure in a scope of its own, with no routes (above: why); its decorators. */
+async function loopGauge(
+  app: FastifyInstance,
+  maxEventLoopDelayMs: number,
+  sampleIntervalMs: number,
+): Promise<LoopGauge> {
+  let gauge: LoopGauge | undefined
+  await app.register(async (scope) => {
+    await scope.register(underPressure, {
+      maxEventLoopDelay: maxEventLoopDelayMs,
+      sampleInterval: sampleIntervalMs,
+    })
+    gauge = scope
+  })
+  if (gauge === undefined) throw new Error('under-pressure did not register')
+  // Its two functions, not the scope: a Fastify instance is thenable, so a promise resolved
+  // with it would wait for the instance instead.
+  const { isUnderPressure, memoryUsage } = gauge
+  return { isUnderPressure, memoryUsage }
+}
+
 export const loadShedding = fp<LoadSheddingOptions>(
   async (app, { maxEventLoopDelayMs, exempt = [], quietMs = QUIET_MS }) => {
     let shed = 0
     const on = maxEventLoopDelayMs > 0
+    /** Set below when shedding is on. */
+    let gauge: LoopGauge | undefined
     app.decorate('loadShedding', {
       get shed() {
         return shed
       },
       get active() {
-        return on && app.isUnderPressure()
+        return gauge?.isUnderPressure() ?? false
       },
       get eventLoopDelayMs() {
-        return on ? app.memoryUsage().eventLoopDelay : 0
+        return gauge?.memoryUsage().eventLoopDelay ?? 0
       },
     })
     // Off: not registered at all, so nothing samples and no hook runs.
@@ -108,8 +137,7 @@ export const loadShedding = fp<LoadSheddingOptions>(
     const pressureHandler = (
       request: FastifyRequest,
       reply: FastifyReply,
-      _type: string,
-      delayMs: number | undefined,
+      delayMs: number,
     ): ErrorBody | undefined => {
       const now = performance.now()
       if (now < armedAt) return undefined // served as usual
@@ -125,7 +153,7 @@ export const loadShedding = fp<LoadSheddingOptions>(
         app.log.warn(
           {
             // null: the loop did not turn twice within a sample, i.e. it is stalled.
-            eventLoopDelayMs: Number.isFinite(delayMs) ? Math.round(delayMs ?? 0) : null,
+            eventLoopDelayMs: Number.isFinite(delayMs) ? Math.round(delayMs) : null,
             maxEventLoopDelayMs,
           },
           'load shedding: the event loop is behind; requests get 503 until it catches up',
@@ -143,13 +171,16 @@ export const loadShedding = fp<LoadSheddingOptions>(
       done()
     })
 
-    await app.register(underPressure, {
-      maxEventLoopDelay: maxEventLoopDelayMs,
-      sampleInterval: interval,
-      // Its README: a value other than a promise or nullish is sent as the reply, and the
-      // request goes no further; nullish lets it through. Its typings allow only void, hence
-      // the cast.
-      pressureHandler: pressureHandler as FastifyUnderPressureOptions['pressureHandler'],
+    const pressure = await loopGauge(app, maxEventLoopDelayMs, interval)
+    gauge = pressure
+    app.addHook('onRequest', function shedWhenBehind(request, reply, done) {
+      if (!pressure.isUnderPressure()) {
+        done()
+        return
+      }
+      const answer = pressureHandler(request, reply, pressure.memoryUsage().eventLoopDelay)
+      if (answer === undefined) done()
+      else reply.send(answer)
     })
   },
   { name: 'load-shedding' },
