@@ -440,7 +440,8 @@ class SqlitePetRepository implements PetRepository {
     // run() and lastInsertRowid, not INSERT … RETURNING with get(): a statement left open
     // by get() stops SQLite from checkpointing and the -wal file grows without bound.
     const { lastInsertRowid } = this.#insert.run(pet.name, pet.categoryId, pet.status ?? null)
-    const created: Pet = { id: Number(lastInsertRowid), ...pet }
+    // As a row would come back: the schema's keys in its order (routes/pets-json.ts).
+    const created = toPet([Number(lastInsertRowid), pet.name, pet.categoryId, pet.status ?? null])
     if (claim !== undefined) {
       const { status, body, location } = claim.outcome(created)
       this.#insertRecord.run(

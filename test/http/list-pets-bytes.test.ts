@@ -1,7 +1,8 @@
 // listPets answers the exact bytes of JSON.stringify of its pets, in the schema's key order
-// (id, name, categoryId, status): the page is written by hand (routes/pets-json.ts), so random
-// valid names (quotes, backslashes, U+2028, astral characters, lone-surrogate-free) must come
-// back escaped as JSON.stringify escapes them (RFC 8259 §7). Black-box over HTTP.
+// (id, name, categoryId, status), which holds only while the stores make every Pet with exactly
+// those keys in that order (routes/pets-json.ts): random valid names (quotes, backslashes, U+2028,
+// astral characters, lone-surrogate-free) must come back escaped as JSON.stringify escapes them
+// (RFC 8259 §7). Black-box over HTTP.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import fc from 'fast-check'
