@@ -316,8 +316,8 @@ class SqlitePetRepository implements PetRepository {
   readonly #list: StatementSync
   readonly #listByStatus: StatementSync
   readonly #findRecord: StatementSync
-  readonly #deleteRecord: StatementSync
-  readonly #insertRecord: StatementSync
+  readonly #claimRecord: StatementSync
+  readonly #deletePet: StatementSync
   readonly #purgeRecords: StatementSync
   #pending: PendingCreate[] = []
   /** D17: each group commit's size and duration. */
@@ -342,10 +342,17 @@ class SqlitePetRepository implements PetRepository {
     this.#findRecord = db.prepare(
       'SELECT fingerprint, status, body, location, created_at AS createdAt FROM idempotency_keys WHERE api_key_id = ? AND key = ?',
     )
-    this.#deleteRecord = db.prepare('DELETE FROM idempotency_keys WHERE api_key_id = ? AND key = ?')
-    this.#insertRecord = db.prepare(
-      'INSERT INTO idempotency_keys (api_key_id, key, fingerprint, status, body, location, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    // D14: a record goes in unless a live one holds the key; an expired one (created at or
+    // before the last parameter) is replaced. No change means the key is held.
+    this.#claimRecord = db.prepare(
+      `INSERT INTO idempotency_keys (api_key_id, key, fingerprint, status, body, location, created_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = excluded.fingerprint,
+          status = excluded.status, body = excluded.body, location = excluded.location,
+          created_at = excluded.created_at
+        WHERE idempotency_keys.created_at <= ?`,
     )
+    this.#deletePet = db.prepare('DELETE FROM pets WHERE id = ?')
     this.#purgeRecords = db.prepare(
       'DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE created_at <= ? LIMIT ?)',
     )
@@ -423,38 +430,36 @@ class SqlitePetRepository implements PetRepository {
   }
 
   /**
-   * One create inside the batch's transaction. D14: a claim looks for its key first. The write
-   * lock is held, so no other process can insert the key meanwhile, and an earlier create of
-   * this same batch with the key has inserted its record already: the later one finds it and,
-   * once the batch commits, replays it. Two creates with one key never both insert.
+   * One create inside the batch's transaction. D14: the pet goes in, then its record, which
+   * goes in only where no live record holds the key (an expired one is replaced). The write lock
+   * is held, so no other process can insert the key meanwhile, and an earlier create of this
+   * same batch with the key has inserted its record already: the later one finds it taken and,
+   * once the batch commits, replays it. Two creates with one key never both insert. The common
+   * case, a new key, is two statements; a held key also takes back its pet (never seen outside
+   * this transaction; AUTOINCREMENT skips its id) and reads the record to replay.
    */
   #insertOne(pet: NewPet, claim: IdempotencyClaim | undefined): IdempotentCreate {
-    if (claim !== undefined) {
-      const row = this.#findRecord.get(claim.apiKeyId, claim.key) as IdempotencyRow | undefined
-      if (row !== undefined) {
-        if (row.createdAt > claim.expiredAt.getTime()) return { found: toRecord(row) }
-        // Expired and not purged yet: the key is new again.
-        this.#deleteRecord.run(claim.apiKeyId, claim.key)
-      }
-    }
     // run() and lastInsertRowid, not INSERT … RETURNING with get(): a statement left open
     // by get() stops SQLite from checkpointing and the -wal file grows without bound.
     const { lastInsertRowid } = this.#insert.run(pet.name, pet.categoryId, pet.status ?? null)
     // As a row would come back: the schema's keys in its order (routes/pets-json.ts).
     const created = toPet([Number(lastInsertRowid), pet.name, pet.categoryId, pet.status ?? null])
-    if (claim !== undefined) {
-      const { status, body, location } = claim.outcome(created)
-      this.#insertRecord.run(
-        claim.apiKeyId,
-        claim.key,
-        claim.fingerprint,
-        status,
-        body,
-        location,
-        claim.now.getTime(),
-      )
-    }
-    return { created }
+    if (claim === undefined) return { created }
+    const { status, body, location } = claim.outcome(created)
+    const { changes } = this.#claimRecord.run(
+      claim.apiKeyId,
+      claim.key,
+      claim.fingerprint,
+      status,
+      body,
+      location,
+      claim.now.getTime(),
+      claim.expiredAt.getTime(),
+    )
+    if (Number(changes) === 1) return { created }
+    this.#deletePet.run(created.id)
+    const row = this.#findRecord.get(claim.apiKeyId, claim.key) as unknown as IdempotencyRow
+    return { found: toRecord(row) }
   }
 
   /** Every create queued now has settled: waits out the tries already scheduled. */
