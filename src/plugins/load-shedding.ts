@@ -91,9 +91,9 @@ async function loopGauge(
 export const loadShedding = fp<LoadSheddingOptions>(
   async (app, { maxEventLoopDelayMs, exempt = [], quietMs = QUIET_MS }) => {
     let shed = 0
-    const on = maxEventLoopDelayMs > 0
-    /** Set below when shedding is on. */
-    let gauge: LoopGauge | undefined
+    const interval = sampleIntervalMs(maxEventLoopDelayMs)
+    const gauge =
+      maxEventLoopDelayMs > 0 ? await loopGauge(app, maxEventLoopDelayMs, interval) : undefined
     app.decorate('loadShedding', {
       get shed() {
         return shed
@@ -106,10 +106,9 @@ export const loadShedding = fp<LoadSheddingOptions>(
       },
     })
     // Off: not registered at all, so nothing samples and no hook runs.
-    if (!on) return
+    if (gauge === undefined) return
 
     const exemptUrls = new Set(exempt)
-    const interval = sampleIntervalMs(maxEventLoopDelayMs)
     // Starting (loading and compiling code, migrations) stalls the loop once, which is not
     // overload: without this, the first samples would shed an instance's first requests. The
     // verdicts count once a whole sample has been taken after the app was ready.
@@ -171,14 +170,12 @@ export const loadShedding = fp<LoadSheddingOptions>(
       done()
     })
 
-    const pressure = await loopGauge(app, maxEventLoopDelayMs, interval)
-    gauge = pressure
     app.addHook('onRequest', function shedWhenBehind(request, reply, done) {
-      if (!pressure.isUnderPressure()) {
+      if (!gauge.isUnderPressure()) {
         done()
         return
       }
-      const answer = pressureHandler(request, reply, pressure.memoryUsage().eventLoopDelay)
+      const answer = pressureHandler(request, reply, gauge.memoryUsage().eventLoopDelay)
       if (answer === undefined) done()
       else reply.send(answer)
     })
