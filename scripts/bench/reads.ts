@@ -1,21 +1,13 @@
 // The read operations of the references that read the database (db-limit.ts, same-bytes.ts,
 // fastify-floor.ts), so that all three run the same SQL and write the same bytes: the service's
-// own indexed queries (the SQL of src/store/sqlite.ts) as prepared statements returning arrays,
+// own indexed queries (src/store/sqlite.ts's PetQueries) as prepared statements returning arrays,
 // JSON.stringify of the rows as the contract's objects, and the Link header when more follow.
 // No validation beyond what keeps a query well-formed.
-import type { DatabaseSync, StatementSync } from 'node:sqlite'
+import type { DatabaseSync } from 'node:sqlite'
 import { LIST_LIMIT } from '../../src/contract/limits.ts'
-import type { Pet, PetStatus } from '../../src/contract/schemas.ts'
+import type { PetStatus } from '../../src/contract/schemas.ts'
 import { decodeCursor, nextPageLink } from '../../src/routes/cursor.ts'
-
-type PetRow = [id: number, name: string, categoryId: number, status: PetStatus | null]
-
-/** The contract's Pet: its fields in its order, `status` left out when the row has none. */
-function toPet(row: PetRow): Pet {
-  const pet: Pet = { id: row[0], name: row[1], categoryId: row[2] }
-  if (row[3] !== null) pet.status = row[3]
-  return pet
-}
+import { PetQueries, toPet } from '../../src/store/sqlite.ts'
 
 /** The id after which the page starts (the service's own cursor decoder), or undefined. */
 function afterIdOf(cursor: string | undefined): number | undefined {
@@ -38,18 +30,8 @@ export interface PetReads {
 }
 
 export function petReads(db: DatabaseSync): PetReads {
-  const prepare = (sql: string): StatementSync => {
-    const statement = db.prepare(sql)
-    statement.setReturnArrays(true)
-    return statement
-  }
-  // The statements of src/store/sqlite.ts (SqlitePetRepository), word for word.
-  const PET_COLUMNS = 'id, name, category_id, status'
-  const get = prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`)
-  const list = prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`)
-  const listByStatus = prepare(
-    `SELECT ${PET_COLUMNS} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`,
-  )
+  // The statements of src/store/sqlite.ts, the same class.
+  const queries = new PetQueries(db)
   return {
     list(limitParam, statusParam, cursor) {
       const limit = Number(limitParam ?? LIST_LIMIT.default)
@@ -59,9 +41,7 @@ export function petReads(db: DatabaseSync): PetReads {
         Number.isInteger(limit) && limit >= LIST_LIMIT.minimum && limit <= LIST_LIMIT.maximum
       if (afterId === undefined || !limitOk) return undefined
       // One row more than asked tells whether another page follows, as the service does.
-      const rows = (status === undefined
-        ? list.all(afterId, limit + 1)
-        : listByStatus.all(status, afterId, limit + 1)) as unknown as PetRow[]
+      const rows = queries.page(limit + 1, status, afterId)
       const pets = rows.slice(0, limit).map(toPet)
       const last = pets.at(-1)
       const more = rows.length > limit && last !== undefined
@@ -71,7 +51,7 @@ export function petReads(db: DatabaseSync): PetReads {
       }
     },
     get(id) {
-      const row = get.get(id) as unknown as PetRow | undefined
+      const row = queries.get(id)
       return row === undefined ? undefined : JSON.stringify(toPet(row))
     },
   }

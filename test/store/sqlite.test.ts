@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test } from 'node:test'
 import { backupSqliteDatabase } from '../../src/operations/backup.ts'
-import { openSqliteStore } from '../../src/store/sqlite.ts'
+import { openSqliteStore, PetQueries } from '../../src/store/sqlite.ts'
 import { tempDir } from '../helpers/server.ts'
 import { storeContract } from './contract.ts'
 
@@ -100,6 +100,37 @@ test('sqlite: backup finishes under a steady stream of writes, into a consistent
   } finally {
     clearInterval(writing)
     await store.close()
+    await dir.remove()
+  }
+})
+
+// A page's row count is written into its statement's SQL (PetQueries): only a positive integer
+// may be, and each count gets its own statement, so pages of different sizes never share one.
+test('sqlite: a page is as long as its count, and a count that is not a positive integer is refused', async () => {
+  const dir = await tempDir()
+  const path = join(dir.path, 'pages.db')
+  const store = openSqliteStore({ path })
+  try {
+    await store.migrate()
+    for (let i = 0; i < 6; i++) await store.pets.create({ name: `pet ${i}`, categoryId: 1 })
+  } finally {
+    await store.close()
+  }
+  const db = new DatabaseSync(path)
+  try {
+    const queries = new PetQueries(db)
+    for (const count of [3, 1, 3, 6, 10]) {
+      assert.equal(queries.page(count, undefined, 0).length, Math.min(count, 6))
+    }
+    assert.deepEqual(
+      queries.page(2, undefined, 4).map((row) => row[0]),
+      [5, 6],
+    )
+    for (const count of [0, -1, 1.5, Number.NaN, 2 ** 53]) {
+      assert.throws(() => queries.page(count, undefined, 0), RangeError)
+    }
+  } finally {
+    db.close()
     await dir.remove()
   }
 })
