@@ -15,7 +15,7 @@ export type DatabaseLocation =
 /**
  * D19: `none`, a direct connection (or a session-mode pooler): named prepared statements and
  * the statement timeout as a startup parameter. `transaction`: a transaction-mode pooler such
- * as PgBouncer, where neither survives; unnamed statements and SET LOCAL instead.
+ * as PgBouncer, where neither survives; unnamed statements, and the role's statement timeout.
  */
 export const DATABASE_POOLERS = ['none', 'transaction'] as const
 export type DatabasePooler = (typeof DATABASE_POOLERS)[number]

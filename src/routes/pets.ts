@@ -15,7 +15,7 @@ import type { Deprecation } from '../plugins/deprecation.ts'
 import { IdempotencyKeyInUseError, type Store } from '../store/store.ts'
 import { decodeCursor, nextPageLink } from './cursor.ts'
 import { readIdempotencyKey, requestFingerprint } from './idempotency.ts'
-import { petJson, petsJson } from './pets-json.ts'
+import { petJson, petJsonAroundId, petsJson } from './pets-json.ts'
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
@@ -134,11 +134,11 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (
           fingerprint,
           now: new Date(now),
           expiredAt: new Date(now - idempotencyTtlMs),
-          outcome: (pet) => ({
+          outcome: {
             status: 201,
-            body: petJson(pet),
-            location: `/v1/pets/${pet.id}`,
-          }),
+            body: petJsonAroundId(request.body),
+            location: { before: '/v1/pets/', after: '' },
+          },
         })
       } catch (err) {
         if (!(err instanceof IdempotencyKeyInUseError)) throw err

@@ -11,7 +11,7 @@
 // request never hangs on a dead network, and the pool opens fresh connections once the database
 // is back, so the service recovers by itself. The outage is logged once when it starts, at
 // intervals while it lasts and once when it ends (outages.ts), not once per request.
-import { Client, type ClientConfig, type CustomTypesConfig, Pool, type PoolClient, types } from 'pg'
+import { Client, type ClientConfig, type CustomTypesConfig, Pool, types } from 'pg'
 import type { DatabasePooler } from '../config.ts'
 import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
 import type { OutageLogger } from '../outage-log.ts'
@@ -195,8 +195,8 @@ function connectionConfig(url: string, session: Session): ClientConfig {
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     // D19: on a direct connection the timeout is set once, for the session, at no cost per
     // statement. A transaction-mode pooler refuses startup parameters (and would not keep a
-    // session's settings): there each transaction sets it (SET LOCAL), and single statements
-    // have the role's setting (README, PgBouncer) and query_timeout.
+    // session's settings): there every request's statement, a single one, has the role's
+    // setting (README, PgBouncer) and query_timeout.
     ...(session.pooler === 'none' ? { statement_timeout: session.statementTimeoutMs } : {}),
     query_timeout: session.queryTimeoutMs,
     // TCP keepalive finds connections a silent network has cut while they sit idle in the pool.
@@ -249,18 +249,34 @@ const SQL = {
     name: 'pets_list_status',
     text: `SELECT ${PET_COLUMNS} FROM pets WHERE status = $1 AND id > $2 ORDER BY id LIMIT $3`,
   },
-  // D14: the record goes in after the pet, in its transaction. On a key already held the insert
-  // waits for the holder's transaction to end (the unique index), then updates the row only if
-  // it has expired, so RETURNING gives no row for a live record: the caller rolls back.
-  claimKey: {
-    name: 'idempotency_claim',
-    text: `INSERT INTO idempotency_keys (api_key_id, key, fingerprint, status, body, location, created_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7)
-      ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,
-        status = EXCLUDED.status, body = EXCLUDED.body, location = EXCLUDED.location,
-        created_at = EXCLUDED.created_at
-      WHERE idempotency_keys.created_at <= $8
-      RETURNING 1`,
+  // D14: the record and its pet in one statement, so one round trip and no transaction to hold
+  // open. The pet's id is drawn from its identity's sequence first, so that the record's text
+  // can hold it. The record goes in unless a live one holds the key: on a key already held the
+  // insert waits for the holder's transaction to end (the unique index), then updates the row
+  // only if it has expired. The pet goes in only when the record did, so a held key writes
+  // nothing and returns no row. The wait is bounded by this statement's own lock_timeout
+  // (set_config(…, true) lasts to the end of the statement's transaction, here the statement
+  // itself, with or without a transaction-mode pooler); it is set in the first step, before
+  // the insert can wait.
+  createKeyed: {
+    name: 'pets_insert_keyed',
+    text: `WITH new_pet AS (
+        SELECT nextval(pg_get_serial_sequence('pets', 'id')) AS id,
+          set_config('lock_timeout', '${LOCK_TIMEOUT_MS}', true)
+      ),
+      claimed AS (
+        INSERT INTO idempotency_keys (api_key_id, key, fingerprint, status, body, location, created_at)
+        SELECT $1, $2, $3, $4, $5::text || id || $6::text, $7::text || id || $8::text, $9
+        FROM new_pet
+        ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,
+          status = EXCLUDED.status, body = EXCLUDED.body, location = EXCLUDED.location,
+          created_at = EXCLUDED.created_at
+        WHERE idempotency_keys.created_at <= $10
+        RETURNING 1
+      )
+      INSERT INTO pets (id, name, category_id, status) OVERRIDING SYSTEM VALUE
+      SELECT id, $11, $12, $13 FROM new_pet WHERE EXISTS (SELECT FROM claimed)
+      RETURNING ${PET_COLUMNS}`,
   },
   findKey: {
     name: 'idempotency_find',
@@ -334,16 +350,6 @@ class Database {
     return this.session.pooler === 'none' ? statement : { text: statement.text }
   }
 
-  /**
-   * D19: BEGIN and this transaction's own settings in one round trip. SET LOCAL ends with the
-   * transaction, so nothing is left on a server connection a pooler hands to another client.
-   */
-  #begin(lockTimeoutMs: number | undefined): string {
-    const sets = [`SET LOCAL statement_timeout = ${this.session.statementTimeoutMs}`]
-    if (lockTimeoutMs !== undefined) sets.push(`SET LOCAL lock_timeout = ${lockTimeoutMs}`)
-    return ['BEGIN', ...sets].join('; ')
-  }
-
   async query<Row>(
     statement: Statement,
     values: unknown[],
@@ -365,84 +371,6 @@ class Database {
       throw sorted
     } finally {
       this.#running.delete(running)
-    }
-  }
-
-  /**
-   * Runs `work` in one transaction on one pooled connection: COMMIT when it returns true,
-   * ROLLBACK when false or when it throws. Errors are sorted like every query's. The
-   * transaction has the statement timeout and, if given, a lock timeout (SET LOCAL).
-   */
-  async transaction<T>(
-    lockTimeoutMs: number | undefined,
-    work: (run: <Row>(statement: Statement, values: unknown[]) => Promise<Row[]>) => Promise<T>,
-    commit: (result: T) => boolean,
-  ): Promise<T> {
-    if (this.#closing) throw new StoreUnavailableError('the store is closed')
-    const running = this.#inTransaction(this.#begin(lockTimeoutMs), work, commit)
-    this.#running.add(running)
-    try {
-      const result = await running
-      this.outages.succeeded()
-      return result
-    } catch (err) {
-      const sorted = sortPostgresError(err)
-      if (sorted instanceof StoreUnavailableError) this.outages.failed(sorted)
-      throw sorted
-    } finally {
-      this.#running.delete(running)
-    }
-  }
-
-  async #inTransaction<T>(
-    begin: string,
-    work: (run: <Row>(statement: Statement, values: unknown[]) => Promise<Row[]>) => Promise<T>,
-    commit: (result: T) => boolean,
-  ): Promise<T> {
-    let broken: Error | undefined
-    // D16: pg's Client emits 'error' whenever its connection fails (reset, closed, or ended
-    // by the server, 57P01), whether or not a query is waiting, and also rejects that query. The
-    // pool listens on idle clients only: it takes its listener off a client it hands out and puts
-    // it back on release (pg-pool's _acquireClient, _release). Without this one, a connection lost
-    // while checked out here ended the process. The statement in flight, or the next, fails with
-    // the loss (a 503); the connection is discarded on release.
-    const lost = (err: Error) => {
-      broken ??= err
-    }
-    // Attached in connect's callback, which the pool calls in the same turn as it hands the client
-    // out, as pool.query does. The pool may hand it out while pg is still parsing what arrived on
-    // that connection for its previous user: a ReadyForQuery and, in the same read, the server's
-    // FATAL 57P01. An awaited connect() would attach the listener only after that error.
-    const client = await new Promise<PoolClient>((resolve, reject) => {
-      this.#pool.connect((err, pooled) => {
-        if (pooled === undefined) return reject(err)
-        pooled.on('error', lost)
-        resolve(pooled)
-      })
-    })
-    try {
-      await client.query(begin)
-      let result: T
-      try {
-        result = await work(async <Row>(statement: Statement, values: unknown[]) => {
-          const { rows } = await client.query({ ...this.#prepared(statement), values })
-          return rows as Row[]
-        })
-      } catch (err) {
-        await client.query('ROLLBACK').catch((rollbackFailed: Error) => {
-          broken = rollbackFailed
-        })
-        throw err
-      }
-      await client.query(commit(result) ? 'COMMIT' : 'ROLLBACK')
-      return result
-    } catch (err) {
-      broken ??= err instanceof Error && isConnectionFailure(err) ? err : undefined
-      throw err
-    } finally {
-      // A connection that failed mid-transaction is discarded, not returned to the pool.
-      client.off('error', lost)
-      client.release(broken)
     }
   }
 
@@ -598,39 +526,31 @@ class PostgresPetRepository implements PetRepository {
   }
 
   /**
-   * D14: the pet, then its record, in one transaction. The primary key on (api_key_id, key)
-   * decides between requests on any number of instances: a second claim waits for the first's
-   * transaction and, once it has committed, inserts nothing; it rolls its pet back and replays
-   * the record. No lock in this process is trusted for that.
+   * D14: the pet and its record in one statement (SQL.createKeyed). The primary key on
+   * (api_key_id, key) decides between requests on any number of instances: a second claim waits
+   * for the first's transaction and, once it has committed, inserts nothing, neither record nor
+   * pet; it then reads the record to replay. No lock in this process is trusted for that.
    */
   async createIdempotent(pet: NewPet, claim: IdempotencyClaim): Promise<IdempotentCreate> {
-    let created: Pet | undefined
     const began = performance.now()
+    const { status, body, location } = claim.outcome
+    let rows: PetRow[]
     try {
-      created = await this.#db.transaction(
-        LOCK_TIMEOUT_MS,
-        async (run) => {
-          const [row] = await run<PetRow>(SQL.insertPet, [
-            pet.name,
-            pet.categoryId,
-            pet.status ?? null,
-          ])
-          const made = toPet(row as PetRow)
-          const { status, body, location } = claim.outcome(made)
-          const claimed = await run(SQL.claimKey, [
-            claim.apiKeyId,
-            claim.key,
-            claim.fingerprint,
-            status,
-            body,
-            location,
-            claim.now,
-            claim.expiredAt,
-          ])
-          return claimed.length === 1 ? made : undefined
-        },
-        (made) => made !== undefined,
-      )
+      ;({ rows } = await this.#db.query<PetRow>(SQL.createKeyed, [
+        claim.apiKeyId,
+        claim.key,
+        claim.fingerprint,
+        status,
+        body.before,
+        body.after,
+        location.before,
+        location.after,
+        claim.now,
+        claim.expiredAt,
+        pet.name,
+        pet.categoryId,
+        pet.status ?? null,
+      ]))
     } catch (err) {
       if ((err as { code?: unknown }).code === LOCK_NOT_AVAILABLE) {
         throw new IdempotencyKeyInUseError('the Idempotency-Key is held by a request in flight', {
@@ -639,19 +559,24 @@ class PostgresPetRepository implements PetRepository {
       }
       throw err
     }
-    if (created !== undefined) {
+    const [row] = rows
+    if (row !== undefined) {
       this.#db.observer.committed(1, (performance.now() - began) / 1000)
-      return { created }
+      return { created: toPet(row) }
     }
+    const found = await this.#findRecord(claim)
+    // Purged between the two statements (it had just expired): the key is new again.
+    if (found === undefined) return this.createIdempotent(pet, claim)
+    return { found }
+  }
+
+  async #findRecord(claim: IdempotencyClaim): Promise<IdempotencyRecord | undefined> {
     const { rows } = await this.#db.query<IdempotencyRecord>(SQL.findKey, [
       claim.apiKeyId,
       claim.key,
       claim.expiredAt,
     ])
-    const found = rows[0]
-    // Purged between the two statements (it had just expired): the key is new again.
-    if (found === undefined) return this.createIdempotent(pet, claim)
-    return { found }
+    return rows[0]
   }
 
   async purgeIdempotencyRecords(expiredAt: Date, limit: number): Promise<number> {

@@ -46,6 +46,7 @@ import {
   StoreOpenError,
   StoreUnavailableError,
   unobserved,
+  withId,
 } from './store.ts'
 
 export interface SqliteStoreOptions {
@@ -481,14 +482,14 @@ class SqlitePetRepository implements PetRepository {
     // As a row would come back: the schema's keys in its order (routes/pets-json.ts).
     const created = toPet([Number(lastInsertRowid), pet.name, pet.categoryId, pet.status ?? null])
     if (claim === undefined) return { created }
-    const { status, body, location } = claim.outcome(created)
+    const { status, body, location } = claim.outcome
     const { changes } = this.#claimRecord.run(
       claim.apiKeyId,
       claim.key,
       claim.fingerprint,
       status,
-      body,
-      location,
+      withId(body, created.id),
+      withId(location, created.id),
       claim.now.getTime(),
       claim.expiredAt.getTime(),
     )

@@ -42,8 +42,30 @@ export interface IdempotencyClaim {
   now: Date
   /** A record created at or before this has expired: the key is new again. */
   expiredAt: Date
-  /** The outcome stored with the pet, in the same transaction. */
-  outcome(pet: Pet): StoredOutcome
+  /** The outcome stored with the pet, in the same transaction, its id filled in. */
+  outcome: OutcomeAroundId
+}
+
+/**
+ * Text that holds the new pet's id: what comes before it and after it. Only the store knows the
+ * id when it writes the record, and a store may write the record in the same statement as the
+ * pet (PostgreSQL), so the record's text is given around the id rather than made from the pet.
+ */
+export interface AroundId {
+  before: string
+  after: string
+}
+
+/** A StoredOutcome before the pet has its id. */
+export interface OutcomeAroundId {
+  status: number
+  body: AroundId
+  location: AroundId
+}
+
+/** The text with the id in its place. */
+export function withId(text: AroundId, id: number): string {
+  return `${text.before}${id}${text.after}`
 }
 
 /** Either the pet was made now (and its record stored with it), or a live record was found. */

@@ -1,8 +1,9 @@
 // The store contract: every Store implementation runs these same tests against a real database.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import type { NewPet, Pet } from '../../src/contract/schemas.ts'
+import type { NewPet } from '../../src/contract/schemas.ts'
 import { hashApiKey } from '../../src/keys/api-key.ts'
+import { petJsonAroundId } from '../../src/routes/pets-json.ts'
 import { postgresMigrations } from '../../src/store/migrations/postgres.ts'
 import { sqliteMigrations } from '../../src/store/migrations/sqlite.ts'
 import type { IdempotencyClaim, Store } from '../../src/store/store.ts'
@@ -27,8 +28,15 @@ let keySeq = 0
 /** A key no other test uses. */
 const newKey = (label: string) => `${label}-${Date.now()}-${++keySeq}`
 
-/** A claim as the route makes it: the outcome is the 201 with the pet and its Location. */
-function claim(key: string, overrides: Partial<IdempotencyClaim> = {}): IdempotencyClaim {
+/**
+ * A claim as the route makes it for `newPet`: the outcome is the 201 with the pet and its
+ * Location, given as text around the id the store will assign.
+ */
+function claim(
+  key: string,
+  overrides: Partial<IdempotencyClaim> = {},
+  newPet: NewPet = pet(),
+): IdempotencyClaim {
   const now = overrides.now ?? new Date()
   return {
     apiKeyId: 'key_a',
@@ -36,11 +44,11 @@ function claim(key: string, overrides: Partial<IdempotencyClaim> = {}): Idempote
     fingerprint: 'f1',
     now,
     expiredAt: new Date(now.getTime() - DAY_MS),
-    outcome: (made: Pet) => ({
+    outcome: {
       status: 201,
-      body: JSON.stringify(made),
-      location: `/v1/pets/${made.id}`,
-    }),
+      body: petJsonAroundId(newPet),
+      location: { before: '/v1/pets/', after: '' },
+    },
     ...overrides,
   }
 }
@@ -201,11 +209,17 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
 
     test('idempotent create: the first stores its outcome, a repeat finds it', async () => {
       const key = newKey('first')
-      const first = await store.pets.createIdempotent(pet({ name: 'I1' }), claim(key))
+      const first = await store.pets.createIdempotent(
+        pet({ name: 'I1' }),
+        claim(key, {}, pet({ name: 'I1' })),
+      )
       const made = first.created
       assert.ok(made !== undefined)
       assert.deepEqual(await store.pets.get(made.id), made)
-      const again = await store.pets.createIdempotent(pet({ name: 'I1' }), claim(key))
+      const again = await store.pets.createIdempotent(
+        pet({ name: 'I1' }),
+        claim(key, {}, pet({ name: 'I1' })),
+      )
       assert.equal(again.created, undefined, 'no second pet')
       assert.equal(again.found?.fingerprint, 'f1')
       assert.equal(again.found?.status, 201)
@@ -234,7 +248,7 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
       const key = newKey('race')
       const results = await Promise.all(
         Array.from({ length: 30 }, () =>
-          store.pets.createIdempotent(pet({ name: 'race' }), claim(key)),
+          store.pets.createIdempotent(pet({ name: 'race' }), claim(key, {}, pet({ name: 'race' }))),
         ),
       )
       const created = results.flatMap((r) => (r.created === undefined ? [] : [r.created]))

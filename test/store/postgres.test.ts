@@ -2,7 +2,12 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { postgresMigrations } from '../../src/store/migrations/postgres.ts'
 import { openPostgresStore } from '../../src/store/postgres.ts'
-import { type Store, StoreUnavailableError } from '../../src/store/store.ts'
+import {
+  type IdempotencyClaim,
+  IdempotencyKeyInUseError,
+  type Store,
+  StoreUnavailableError,
+} from '../../src/store/store.ts'
 import {
   createTestDatabase,
   onDatabase,
@@ -37,6 +42,42 @@ describe('postgres', { skip }, () => {
     after(async () => {
       await store.close()
       await db.drop()
+    })
+
+    test('a key whose record another transaction holds is in use once the lock wait ends (D14)', async () => {
+      const claim: IdempotencyClaim = {
+        apiKeyId: 'key_a',
+        key: 'held',
+        fingerprint: 'f',
+        now: new Date(),
+        expiredAt: new Date(Date.now() - 86_400_000),
+        outcome: {
+          status: 201,
+          body: { before: '{"id":', after: '}' },
+          location: { before: '/v1/pets/', after: '' },
+        },
+      }
+      const pet = { name: 'waits for the key', categoryId: 1 }
+      await onDatabase(db.url, async (holder) => {
+        await holder.query('BEGIN')
+        await holder.query(
+          `INSERT INTO idempotency_keys (api_key_id, key, fingerprint, status, body, location, created_at)
+            VALUES ($1, $2, 'f', 201, '{}', '/v1/pets/0', now())`,
+          [claim.apiKeyId, claim.key],
+        )
+        try {
+          await assert.rejects(store.pets.createIdempotent(pet, claim), IdempotencyKeyInUseError)
+        } finally {
+          await holder.query('ROLLBACK')
+        }
+      })
+      // Nothing was written by the refused create: the key is free, and one pet is made.
+      const made = await store.pets.createIdempotent(pet, claim)
+      assert.ok(made.created)
+      const { rows } = await onDatabase(db.url, (client) =>
+        client.query('SELECT count(*)::int AS n FROM pets WHERE name = $1', [pet.name]),
+      )
+      assert.deepEqual(rows, [{ n: 1 }])
     })
 
     test('instances migrating at once apply each version once (advisory lock)', async () => {
