@@ -1,6 +1,8 @@
 // The PostgreSQL run of `npm run bench`: the same service on one seeded PostgreSQL database,
 // straight to the server and through PgBouncer in transaction mode, side by side in alternating
-// rounds (scripts/bench/rounds.ts), so the ratio is what the pooler's hop costs. Writes its own
+// rounds (scripts/bench/rounds.ts), so the ratio is what the pooler's hop costs; and each beside
+// the same bytes on PostgreSQL (same-bytes-postgres.ts: raw node:http, the service's statements
+// through a pool of the same size, the service's headers), on the same path. Writes its own
 // section of docs/benchmarks.md (markers bench-postgres:begin/end) and docs/benchmarks-postgres.json;
 // the SQLite section is left as it is.
 //
@@ -30,6 +32,7 @@ import type { Request } from './load.ts'
 import { type ServerProcess, startServer } from './processes.ts'
 import type { PairResult } from './report.ts'
 import { pair } from './rounds.ts'
+import { checkSameAnswer, fetchAnswer } from './same-answer.ts'
 import { writeSection } from './section.ts'
 
 export interface PostgresBenchOptions {
@@ -118,6 +121,25 @@ export function service(
   )
 }
 
+/** The same bytes on PostgreSQL (same-bytes-postgres.ts), with the services' pool size. */
+function sameBytes(
+  name: string,
+  url: string,
+  pooler: 'none' | 'transaction',
+  options: PostgresBenchOptions,
+): Promise<ServerProcess> {
+  return startServer(
+    name,
+    [fileURLToPath(new URL('./same-bytes-postgres.ts', import.meta.url)), url],
+    {
+      BENCH_AUTHORIZATION: `Bearer ${options.key}`,
+      DATABASE_POOL_SIZE: String(POOL_SIZE),
+      DATABASE_POOLER: pooler,
+    },
+    '/',
+  )
+}
+
 /** Whether this run can happen; prints the one line, or throws where CI requires it. */
 async function available(log: (line: string) => void): Promise<boolean> {
   if (!(await postgresReachable())) {
@@ -138,7 +160,10 @@ export interface PostgresReport {
   durationSeconds: number
   versions: { postgres: string; pgbouncer: string }
   settings: Omit<PostgresBenchOptions, 'key' | 'log' | 'outBase' | 'only'> & { poolSize: number }
+  /** Through PgBouncer ÷ direct. */
   pairs: PairResult[]
+  /** The service ÷ same bytes, direct and through PgBouncer. */
+  sameBytes: { direct: PairResult[]; pgbouncer: PairResult[] }
 }
 
 export async function benchPostgres(options: PostgresBenchOptions): Promise<void> {
@@ -167,21 +192,62 @@ export async function benchPostgres(options: PostgresBenchOptions): Promise<void
       DATABASE_POOLER: 'transaction',
     })
     servers.push(pooled)
+    const sameDirect = await sameBytes('same bytes direct', directUrl.toString(), 'none', options)
+    servers.push(sameDirect)
+    const samePooled = await sameBytes(
+      'same bytes pgbouncer',
+      bouncer.through(directUrl.toString()),
+      'transaction',
+      options,
+    )
+    servers.push(samePooled)
+    for (const { request } of selected) {
+      const ours = await fetchAnswer(options.key, direct.url, request)
+      checkSameAnswer(
+        'same bytes',
+        request,
+        ours,
+        await fetchAnswer(options.key, sameDirect.url, request),
+      )
+      const pooledOurs = await fetchAnswer(options.key, pooled.url, request)
+      checkSameAnswer(
+        'same bytes through PgBouncer',
+        request,
+        pooledOurs,
+        await fetchAnswer(options.key, samePooled.url, request),
+      )
+    }
     const pairs: PairResult[] = []
-    for (const scenario of selected) {
-      log(`PostgreSQL, through PgBouncer vs direct: ${scenario.label}`)
-      for (const connections of options.connections) {
-        const result = await pair(
-          options,
-          scenario.id,
-          scenario.request,
-          connections,
-          pooled,
-          direct,
-        )
-        pairs.push({ scenario: scenario.id, label: scenario.label, ...result })
+    const sameBytesPairs: PostgresReport['sameBytes'] = { direct: [], pgbouncer: [] }
+    const measure = async (
+      into: PairResult[],
+      title: string,
+      service: ServerProcess,
+      baseline: ServerProcess,
+    ) => {
+      for (const scenario of selected) {
+        log(`PostgreSQL, ${title}: ${scenario.label}`)
+        for (const connections of options.connections) {
+          const result = await pair(
+            options,
+            scenario.id,
+            scenario.request,
+            connections,
+            service,
+            baseline,
+          )
+          into.push({ scenario: scenario.id, label: scenario.label, ...result })
+        }
       }
     }
+    await measure(pairs, 'through PgBouncer vs direct', pooled, direct)
+    await measure(sameBytesPairs.direct, 'direct, the service vs same bytes', direct, sameDirect)
+    await measure(
+      sameBytesPairs.pgbouncer,
+      'through PgBouncer, the service vs same bytes',
+      pooled,
+      samePooled,
+    )
     const postgres = await onDatabase(
       ADMIN_URL,
       async (c) => (await c.query('SHOW server_version')).rows[0],
@@ -203,6 +269,7 @@ export async function benchPostgres(options: PostgresBenchOptions): Promise<void
         poolSize: POOL_SIZE,
       },
       pairs,
+      sameBytes: sameBytesPairs,
     }
     const markdown = renderPostgres(report)
     mkdirSync(dirname(options.outBase), { recursive: true })
@@ -245,5 +312,19 @@ export function renderPostgres(report: PostgresReport): string {
       `| ${p.label} | ${p.connections} | ${int(p.baseline.rps)} | ${int(p.service.rps)} | **${p.ratio.rps.toFixed(2)}×** | ${ms(p.baseline.p50)} (${ms(p.service.p50)}) | ${ms(p.baseline.p99)} (${ms(p.service.p99)}) | ${p.baseline.cpuUsPerRequest.toFixed(1)} (${p.service.cpuUsPerRequest.toFixed(1)}) |`,
     )
   }
+  lines.push(
+    '',
+    "The service beside the same bytes on PostgreSQL (`scripts/bench/same-bytes-postgres.ts`: raw `node:http`, the service's statements through a pg pool of the same size, its bodies and response headers; its createPet is the plain durable INSERT, also for the keyed scenario), each pair in alternating rounds, direct and through PgBouncer:",
+    '',
+    '| Operation | Conn. | req/s service direct | req/s same bytes direct | **service ÷ same bytes, direct** | req/s service PgBouncer | req/s same bytes PgBouncer | **service ÷ same bytes, PgBouncer** | CPU µs/req direct: service (same bytes) | RSS MB service direct |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+  )
+  report.sameBytes.direct.forEach((d, i) => {
+    const p = report.sameBytes.pgbouncer[i]
+    if (p === undefined) return
+    lines.push(
+      `| ${d.label} | ${d.connections} | ${int(d.service.rps)} | ${int(d.baseline.rps)} | **${d.ratio.rps.toFixed(2)}×** | ${int(p.service.rps)} | ${int(p.baseline.rps)} | **${p.ratio.rps.toFixed(2)}×** | ${d.service.cpuUsPerRequest.toFixed(1)} (${d.baseline.cpuUsPerRequest.toFixed(1)}) | ${d.service.rssMb.toFixed(0)} |`,
+    )
+  })
   return lines.join('\n')
 }

@@ -30,7 +30,6 @@ import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { once } from 'node:events'
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { request as httpRequest } from 'node:http'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
@@ -57,6 +56,7 @@ import {
   renderMarkdown,
 } from './report.ts'
 import { compare, pair } from './rounds.ts'
+import { type Answer, checkSameAnswer, fetchAnswer } from './same-answer.ts'
 import { writeSection } from './section.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -227,55 +227,12 @@ function startService(name: string, dbPath: string): Promise<ServerProcess> {
   )
 }
 
-interface Answer {
-  status: number
-  body: string
-  headers: Headers
-}
-
-/** Checks get a new Idempotency-Key each, never a replay. */
-let checkKeys = 0
-
-/**
- * One request with the headers wrk sends (node:http: fetch would add an Accept-Encoding, and get
- * a compressed answer with other headers than wrk's).
- */
-function fetchAnswer(url: string, request: Request): Promise<Answer> {
-  const headers: Record<string, string> = {
-    authorization: `Bearer ${key}`,
-    ...(request.method === 'POST' ? { 'content-type': 'application/json' } : {}),
-    ...(request.idempotencyKey
-      ? { 'idempotency-key': `check-${process.pid}-${Date.now()}-${++checkKeys}` }
-      : {}),
-    ...request.headers,
-  }
-  return new Promise((resolve, reject) => {
-    httpRequest(url + request.path, { method: request.method, headers }, (response) => {
-      let body = ''
-      response.setEncoding('utf8')
-      response.on('data', (chunk: string) => {
-        body += chunk
-      })
-      response.on('end', () => {
-        const received = new Headers()
-        for (const [name, value] of Object.entries(response.headers)) {
-          if (value !== undefined)
-            received.set(name, Array.isArray(value) ? value.join(', ') : value)
-        }
-        resolve({ status: response.statusCode ?? 0, body, headers: received })
-      })
-    })
-      .on('error', reject)
-      .end(request.body)
-  })
-}
-
 /** Starts the ceiling with our service's own bodies, and checks that they are identical. */
 async function startCeiling(service: ServerProcess): Promise<ServerProcess> {
   const get: Record<string, string> = {}
   let post = ''
   for (const { request } of scenarios) {
-    const { status, body } = await fetchAnswer(service.url, request)
+    const { status, body } = await fetchAnswer(key, service.url, request)
     if (status >= 300) throw new Error(`${request.method} ${request.path}: ${status} ${body}`)
     if (request.method === 'GET') get[request.path] = body
     else post = body
@@ -290,7 +247,7 @@ async function startCeiling(service: ServerProcess): Promise<ServerProcess> {
   )
   for (const { request } of scenarios) {
     const ours = request.method === 'GET' ? get[request.path] : post
-    const theirs = (await fetchAnswer(ceiling.url, request)).body
+    const theirs = (await fetchAnswer(key, ceiling.url, request)).body
     if (theirs !== ours) throw new Error(`the ceiling's body for ${request.path} differs from ours`)
   }
   return ceiling
@@ -324,8 +281,8 @@ async function startDbLimit(service: ServerProcess, dbPath: string): Promise<Ser
   )
   for (const { id, request } of scenarios) {
     if (!READS.includes(id)) continue
-    const ours = await fetchAnswer(service.url, request)
-    const theirs = await fetchAnswer(dbLimit.url, request)
+    const ours = await fetchAnswer(key, service.url, request)
+    const theirs = await fetchAnswer(key, dbLimit.url, request)
     if (theirs.status !== 200 || theirs.body !== ours.body) {
       throw new Error(`the database limit's body for ${request.path} differs from ours`)
     }
@@ -335,37 +292,6 @@ async function startDbLimit(service: ServerProcess, dbPath: string): Promise<Ser
     }
   }
   return dbLimit
-}
-
-/** Headers whose values differ from answer to answer, on every answer and on a create's. */
-const PER_ANSWER = new Set(['x-request-id', 'date'])
-const PER_CREATE = new Set([...PER_ANSWER, 'location', 'content-length'])
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-
-/**
- * Throws unless `theirs` is the service's answer: the status; the body byte for byte, or for a
- * create the same fields in the same order with a new id, and a Location naming it; the same set
- * of header names, with the same values but for those that differ per answer; an X-Request-Id
- * made as the service makes it.
- */
-function checkSameAnswer(name: string, request: Request, ours: Answer, theirs: Answer): void {
-  const fail = (what: string) => {
-    throw new Error(`${name}, ${request.method} ${request.path}: ${what} differs from ours`)
-  }
-  if (theirs.status !== ours.status) fail(`the status (${theirs.status}, ours ${ours.status})`)
-  const creates = request.method === 'POST'
-  if (creates) {
-    const [a, b] = [JSON.parse(ours.body), JSON.parse(theirs.body)]
-    if (JSON.stringify({ ...a, id: 0 }) !== JSON.stringify({ ...b, id: 0 })) fail('the body')
-    if (theirs.headers.get('location') !== `/v1/pets/${b.id}`) fail('the Location')
-  } else if (theirs.body !== ours.body) fail('the body')
-  const names = (answer: Answer) => [...answer.headers.keys()].sort().join(', ')
-  if (names(theirs) !== names(ours)) fail(`the header set (${names(theirs)}; ours ${names(ours)})`)
-  const varying = creates ? PER_CREATE : PER_ANSWER
-  for (const [header, value] of ours.headers) {
-    if (!varying.has(header) && theirs.headers.get(header) !== value) fail(`the ${header} header`)
-  }
-  if (!UUID.test(theirs.headers.get('x-request-id') ?? '')) fail('the X-Request-Id')
 }
 
 /**
@@ -385,8 +311,8 @@ async function startSameAnswers(
     '/',
   )
   for (const { request } of scenarios) {
-    const ours = await fetchAnswer(service.url, request)
-    checkSameAnswer(name, request, ours, await fetchAnswer(server.url, request))
+    const ours = await fetchAnswer(key, service.url, request)
+    checkSameAnswer(name, request, ours, await fetchAnswer(key, server.url, request))
   }
   return server
 }
@@ -401,8 +327,8 @@ async function startAppWithoutDb(service: ServerProcess): Promise<ServerProcess>
   )
   for (const { id, request } of scenarios) {
     if (!APP_WITHOUT_DB_SCENARIOS.includes(id)) continue
-    const ours = await fetchAnswer(service.url, request)
-    const theirs = await fetchAnswer(app.url, request)
+    const ours = await fetchAnswer(key, service.url, request)
+    const theirs = await fetchAnswer(key, app.url, request)
     if (theirs.body !== ours.body) {
       throw new Error(`the app without database's body for ${request.path} differs`)
     }
