@@ -127,6 +127,7 @@ function sameBytes(
   url: string,
   pooler: 'none' | 'transaction',
   options: PostgresBenchOptions,
+  driver: 'pg' | 'postgres' = 'pg',
 ): Promise<ServerProcess> {
   return startServer(
     name,
@@ -135,6 +136,7 @@ function sameBytes(
       BENCH_AUTHORIZATION: `Bearer ${options.key}`,
       DATABASE_POOL_SIZE: String(POOL_SIZE),
       DATABASE_POOLER: pooler,
+      BENCH_DRIVER: driver,
     },
     '/',
   )
@@ -164,6 +166,8 @@ export interface PostgresReport {
   pairs: PairResult[]
   /** The service ÷ same bytes, direct and through PgBouncer. */
   sameBytes: { direct: PairResult[]; pgbouncer: PairResult[] }
+  /** Same bytes with postgres.js ÷ with pg (the service's driver), direct and through PgBouncer. */
+  drivers: { direct: PairResult[]; pgbouncer: PairResult[] }
 }
 
 export async function benchPostgres(options: PostgresBenchOptions): Promise<void> {
@@ -201,6 +205,17 @@ export async function benchPostgres(options: PostgresBenchOptions): Promise<void
       options,
     )
     servers.push(samePooled)
+    const url = directUrl.toString()
+    const jsDirect = await sameBytes('postgres.js direct', url, 'none', options, 'postgres')
+    servers.push(jsDirect)
+    const jsPooled = await sameBytes(
+      'postgres.js pgbouncer',
+      bouncer.through(url),
+      'transaction',
+      options,
+      'postgres',
+    )
+    servers.push(jsPooled)
     for (const { request } of selected) {
       const ours = await fetchAnswer(options.key, direct.url, request)
       checkSameAnswer(
@@ -216,9 +231,19 @@ export async function benchPostgres(options: PostgresBenchOptions): Promise<void
         pooledOurs,
         await fetchAnswer(options.key, samePooled.url, request),
       )
+      const jsAnswer = await fetchAnswer(options.key, jsDirect.url, request)
+      checkSameAnswer('same bytes on postgres.js', request, ours, jsAnswer)
+      const jsPooledAnswer = await fetchAnswer(options.key, jsPooled.url, request)
+      checkSameAnswer(
+        'same bytes on postgres.js through PgBouncer',
+        request,
+        pooledOurs,
+        jsPooledAnswer,
+      )
     }
     const pairs: PairResult[] = []
     const sameBytesPairs: PostgresReport['sameBytes'] = { direct: [], pgbouncer: [] }
+    const driverPairs: PostgresReport['drivers'] = { direct: [], pgbouncer: [] }
     const measure = async (
       into: PairResult[],
       title: string,
@@ -248,6 +273,18 @@ export async function benchPostgres(options: PostgresBenchOptions): Promise<void
       pooled,
       samePooled,
     )
+    await measure(
+      driverPairs.direct,
+      'direct, same bytes on postgres.js vs on pg',
+      jsDirect,
+      sameDirect,
+    )
+    await measure(
+      driverPairs.pgbouncer,
+      'through PgBouncer, same bytes on postgres.js vs on pg',
+      jsPooled,
+      samePooled,
+    )
     const postgres = await onDatabase(
       ADMIN_URL,
       async (c) => (await c.query('SHOW server_version')).rows[0],
@@ -270,6 +307,7 @@ export async function benchPostgres(options: PostgresBenchOptions): Promise<void
       },
       pairs,
       sameBytes: sameBytesPairs,
+      drivers: driverPairs,
     }
     const markdown = renderPostgres(report)
     mkdirSync(dirname(options.outBase), { recursive: true })
@@ -324,6 +362,20 @@ export function renderPostgres(report: PostgresReport): string {
     if (p === undefined) return
     lines.push(
       `| ${d.label} | ${d.connections} | ${int(d.service.rps)} | ${int(d.baseline.rps)} | **${d.ratio.rps.toFixed(2)}×** | ${int(p.service.rps)} | ${int(p.baseline.rps)} | **${p.ratio.rps.toFixed(2)}×** | ${d.service.cpuUsPerRequest.toFixed(1)} (${d.baseline.cpuUsPerRequest.toFixed(1)}) | ${d.service.rssMb.toFixed(0)} |`,
+    )
+  })
+  lines.push(
+    '',
+    "The driver: the same bytes on PostgreSQL run through postgres.js 3.4 (`BENCH_DRIVER=postgres`: the same statements, prepared on the same terms, the same pool size) beside the same through pg, the service's driver, each pair in alternating rounds. Higher req/s and lower CPU favour postgres.js:",
+    '',
+    '| Operation | Conn. | req/s pg direct | req/s postgres.js direct | **postgres.js ÷ pg, direct** | CPU µs/req direct: pg (postgres.js) | req/s pg PgBouncer | req/s postgres.js PgBouncer | **postgres.js ÷ pg, PgBouncer** | CPU µs/req PgBouncer: pg (postgres.js) | p99 ms direct: pg (postgres.js) |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+  )
+  report.drivers.direct.forEach((d, i) => {
+    const p = report.drivers.pgbouncer[i]
+    if (p === undefined) return
+    lines.push(
+      `| ${d.label} | ${d.connections} | ${int(d.baseline.rps)} | ${int(d.service.rps)} | **${d.ratio.rps.toFixed(2)}×** | ${d.baseline.cpuUsPerRequest.toFixed(1)} (${d.service.cpuUsPerRequest.toFixed(1)}) | ${int(p.baseline.rps)} | ${int(p.service.rps)} | **${p.ratio.rps.toFixed(2)}×** | ${p.baseline.cpuUsPerRequest.toFixed(1)} (${p.service.cpuUsPerRequest.toFixed(1)}) | ${ms(d.baseline.p99)} (${ms(d.service.p99)}) |`,
     )
   })
   return lines.join('\n')

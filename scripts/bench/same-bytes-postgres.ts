@@ -6,9 +6,15 @@
 // createPet is the service's durable create: one INSERT … RETURNING that autocommits, the 201
 // sent after it. The harness checks its statuses, bodies and headers against the service's.
 //
+// BENCH_DRIVER=postgres runs the same statements through postgres.js (Postgres.js 3.4) instead
+// of pg, with the same pool size and prepared statements on the same terms, so that the two
+// drivers can be measured on our own statements (postgres.ts's driver table).
+//
 //   node scripts/bench/same-bytes-postgres.ts <postgres url>
-// with PORT, BENCH_AUTHORIZATION, DATABASE_POOL_SIZE and DATABASE_POOLER in the environment.
+// with PORT, BENCH_AUTHORIZATION, DATABASE_POOL_SIZE, DATABASE_POOLER and BENCH_DRIVER in the
+// environment.
 import { Pool } from 'pg'
+import postgres from 'postgres'
 import {
   int8AsNumber,
   PET_STATEMENTS,
@@ -19,17 +25,33 @@ import {
 import { pageOf, pageQuery } from './reads.ts'
 import { serveSameBytes } from './same-bytes-http.ts'
 
-const pool = new Pool({
-  connectionString: process.argv[2],
-  max: Number(process.env.DATABASE_POOL_SIZE),
-  types: int8AsNumber,
-})
+const url = process.argv[2] ?? ''
+const max = Number(process.env.DATABASE_POOL_SIZE)
 const named = process.env.DATABASE_POOLER !== 'transaction'
 
-function query(statement: Statement, values: unknown[]): Promise<PetRow[]> {
-  const config = named ? { ...statement, values } : { text: statement.text, values }
-  return pool.query<PetRow>(config).then((result) => result.rows)
+/** Runs one of the service's statements; the rows as the service's store gets them. */
+type Query = (statement: Statement, values: unknown[]) => Promise<PetRow[]>
+
+function pgQuery(): Query {
+  const pool = new Pool({ connectionString: url, max, types: int8AsNumber })
+  return (statement, values) => {
+    const config = named ? { ...statement, values } : { text: statement.text, values }
+    return pool.query<PetRow>(config).then((result) => result.rows)
+  }
 }
+
+function postgresJsQuery(): Query {
+  // int8 (oid 20) as a number, as the store's int8AsNumber does; prepared statements where pg
+  // names them (a direct connection), none behind a transaction-mode pooler.
+  const int8 = { to: 20, from: [20], serialize: String, parse: Number }
+  const sql = postgres(url, { max, prepare: named, types: { int8 } })
+  return (statement, values) =>
+    sql.unsafe(statement.text, values as never[], { prepare: named }) as unknown as Promise<
+      PetRow[]
+    >
+}
+
+const query = process.env.BENCH_DRIVER === 'postgres' ? postgresJsQuery() : pgQuery()
 
 serveSameBytes({
   list(limit, status, cursor, done) {
