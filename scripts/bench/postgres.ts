@@ -338,7 +338,7 @@ const ms = (n: number) => n.toFixed(2)
 export function renderPostgres(report: PostgresReport): string {
   const { settings, versions } = report
   const lines = [
-    `Run of ${report.date.slice(0, 16).replace('T', ' ')} UTC (${settings.quick ? 'quick' : 'full'}, ${report.durationSeconds} s): PostgreSQL ${versions.postgres.split(' ')[0]} and ${versions.pgbouncer}, on the same machine as the run above.`,
+    `Run of ${report.date.slice(0, 16).replace('T', ' ')} UTC (${settings.quick ? 'quick' : 'full'}, ${report.durationSeconds} s): PostgreSQL ${versions.postgres.split(' ')[0]} and ${versions.pgbouncer}.`,
     '',
     `${int(settings.pets)} pets in one PostgreSQL database; two instances of the service (\`DATABASE_POOL_SIZE=${settings.poolSize}\`) on it, one straight to PostgreSQL, one through PgBouncer in transaction mode (\`default_pool_size = ${settings.poolSize}\`); ${settings.rounds} alternating rounds of ${settings.seconds} s per figure after ${settings.warmupSeconds} s of warm-up on each side. The ratio is the median of the per-round ratios through PgBouncer ÷ direct. PostgreSQL and PgBouncer are not pinned: they share both cores with the service and the load generator; load shedding is off in both services, so that a busy machine cannot void a round.`,
     '',

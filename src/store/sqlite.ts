@@ -18,6 +18,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { LIST_LIMIT } from '../contract/limits.ts'
 import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
 import type { OutageLogger } from '../outage-log.ts'
 import { sqliteMigrations } from './migrations/sqlite.ts'
@@ -107,12 +108,15 @@ function preparePetQuery(db: DatabaseSync, sql: string): StatementSync {
 /**
  * The pet reads as prepared statements, for the store and for the benchmark's references, so
  * that both run the same SQL. A page's LIMIT is written into its statement, one statement per
- * row count, each prepared when first needed (at most LIST_LIMIT.maximum + 1 of each kind):
+ * row count from 1 to MAX_PAGE_ROWS, each prepared when first needed:
  * SQLite reads the value bound to a LIMIT while planning (sqlite3ExprIsInteger), which marks the
  * statement as depending on it, and a statement whose such value is bound again is prepared
  * again on its next run, parsing and planning the SQL on every page. Written in, a page of 20
  * costs 7.6 µs of SQLite instead of 10.8 (docs/benchmarks.md).
  */
+/** The most rows a page reads: the largest listPets limit, and one more to tell if more follow. */
+const MAX_PAGE_ROWS = LIST_LIMIT.maximum + 1
+
 export class PetQueries {
   readonly #db: DatabaseSync
   readonly #byId: StatementSync
@@ -139,8 +143,10 @@ export class PetQueries {
   }
 
   #statement(cache: StatementSync[], count: number, filter: string): StatementSync {
-    // The count becomes SQL text: only a positive integer may.
-    if (!Number.isSafeInteger(count) || count < 1) throw new RangeError(`bad row count ${count}`)
+    // The count becomes SQL text, and each count a statement kept: only a page's may.
+    if (!Number.isSafeInteger(count) || count < 1 || count > MAX_PAGE_ROWS) {
+      throw new RangeError(`a page is 1 to ${MAX_PAGE_ROWS} rows, not ${count}`)
+    }
     cache[count] ??= preparePetQuery(
       this.#db,
       `SELECT ${PET_COLUMNS} FROM pets WHERE ${filter}id > ? ORDER BY id LIMIT ${count}`,

@@ -1,7 +1,7 @@
 // D16: a lost connection (to PostgreSQL, to the pooler in front of it, to Redis) never ends
 // a process. Two services share one database and one Redis: a lone `serve` and `serve --workers
-// 2`. While both run creates (with an Idempotency-Key, which is a transaction on a checked-out
-// connection, and without) and lists, the test
+// 2`. While both run creates (with an Idempotency-Key, one statement that writes pet and record,
+// and without) and lists, the test
 //   - kills their private PgBouncer (SIGKILL) and starts it again on the same port (the
 //     PgBouncer run, D19; in the direct PostgreSQL run there is no pooler to kill),
 //   - terminates every PostgreSQL connection to the database (pg_terminate_backend), a few times,
