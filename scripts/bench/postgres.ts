@@ -121,25 +121,34 @@ export function service(
   )
 }
 
-/** The same bytes on PostgreSQL (same-bytes-postgres.ts), with the services' pool size. */
-function sameBytes(
+/**
+ * The same bytes on PostgreSQL (same-bytes-postgres.ts) with the services' pool size, on the
+ * path `service` takes (its DATABASE_URL and DATABASE_POOLER), checked to answer every selected
+ * scenario as `service` does.
+ */
+async function sameBytes(
   name: string,
-  url: string,
-  pooler: 'none' | 'transaction',
+  service: { process: ServerProcess; url: string; pooler: 'none' | 'transaction' },
+  driver: 'pg' | 'postgres',
   options: PostgresBenchOptions,
-  driver: 'pg' | 'postgres' = 'pg',
+  selected: readonly { request: Request }[],
 ): Promise<ServerProcess> {
-  return startServer(
+  const server = await startServer(
     name,
-    [fileURLToPath(new URL('./same-bytes-postgres.ts', import.meta.url)), url],
+    [fileURLToPath(new URL('./same-bytes-postgres.ts', import.meta.url)), service.url],
     {
       BENCH_AUTHORIZATION: `Bearer ${options.key}`,
       DATABASE_POOL_SIZE: String(POOL_SIZE),
-      DATABASE_POOLER: pooler,
+      DATABASE_POOLER: service.pooler,
       BENCH_DRIVER: driver,
     },
     '/',
   )
+  for (const { request } of selected) {
+    const ours = await fetchAnswer(options.key, service.process.url, request)
+    checkSameAnswer(name, request, ours, await fetchAnswer(options.key, server.url, request))
+  }
+  return server
 }
 
 /** Whether this run can happen; prints the one line, or throws where CI requires it. */
@@ -196,51 +205,22 @@ export async function benchPostgres(options: PostgresBenchOptions): Promise<void
       DATABASE_POOLER: 'transaction',
     })
     servers.push(pooled)
-    const sameDirect = await sameBytes('same bytes direct', directUrl.toString(), 'none', options)
-    servers.push(sameDirect)
-    const samePooled = await sameBytes(
-      'same bytes pgbouncer',
-      bouncer.through(directUrl.toString()),
-      'transaction',
-      options,
-    )
-    servers.push(samePooled)
     const url = directUrl.toString()
-    const jsDirect = await sameBytes('postgres.js direct', url, 'none', options, 'postgres')
-    servers.push(jsDirect)
-    const jsPooled = await sameBytes(
-      'postgres.js pgbouncer',
-      bouncer.through(url),
-      'transaction',
-      options,
-      'postgres',
-    )
-    servers.push(jsPooled)
-    for (const { request } of selected) {
-      const ours = await fetchAnswer(options.key, direct.url, request)
-      checkSameAnswer(
-        'same bytes',
-        request,
-        ours,
-        await fetchAnswer(options.key, sameDirect.url, request),
-      )
-      const pooledOurs = await fetchAnswer(options.key, pooled.url, request)
-      checkSameAnswer(
-        'same bytes through PgBouncer',
-        request,
-        pooledOurs,
-        await fetchAnswer(options.key, samePooled.url, request),
-      )
-      const jsAnswer = await fetchAnswer(options.key, jsDirect.url, request)
-      checkSameAnswer('same bytes on postgres.js', request, ours, jsAnswer)
-      const jsPooledAnswer = await fetchAnswer(options.key, jsPooled.url, request)
-      checkSameAnswer(
-        'same bytes on postgres.js through PgBouncer',
-        request,
-        pooledOurs,
-        jsPooledAnswer,
-      )
+    const onDirect = { process: direct, url, pooler: 'none' } as const
+    const onPooled = { process: pooled, url: bouncer.through(url), pooler: 'transaction' } as const
+    const start = async (
+      name: string,
+      path: typeof onDirect | typeof onPooled,
+      driver: 'pg' | 'postgres',
+    ) => {
+      const server = await sameBytes(name, path, driver, options, selected)
+      servers.push(server)
+      return server
     }
+    const sameDirect = await start('same bytes direct', onDirect, 'pg')
+    const samePooled = await start('same bytes pgbouncer', onPooled, 'pg')
+    const jsDirect = await start('same bytes on postgres.js direct', onDirect, 'postgres')
+    const jsPooled = await start('same bytes on postgres.js pgbouncer', onPooled, 'postgres')
     const pairs: PairResult[] = []
     const sameBytesPairs: PostgresReport['sameBytes'] = { direct: [], pgbouncer: [] }
     const driverPairs: PostgresReport['drivers'] = { direct: [], pgbouncer: [] }
@@ -354,29 +334,38 @@ export function renderPostgres(report: PostgresReport): string {
     '',
     "The service beside the same bytes on PostgreSQL (`scripts/bench/same-bytes-postgres.ts`: raw `node:http`, the service's statements through a pg pool of the same size, its bodies and response headers; its createPet is the plain durable INSERT, also for the keyed scenario), each pair in alternating rounds, direct and through PgBouncer:",
     '',
-    '| Operation | Conn. | req/s service direct | req/s same bytes direct | **service ÷ same bytes, direct** | req/s service PgBouncer | req/s same bytes PgBouncer | **service ÷ same bytes, PgBouncer** | CPU µs/req direct: service (same bytes) | RSS MB service direct |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
   )
-  report.sameBytes.direct.forEach((d, i) => {
-    const p = report.sameBytes.pgbouncer[i]
-    if (p === undefined) return
-    lines.push(
-      `| ${d.label} | ${d.connections} | ${int(d.service.rps)} | ${int(d.baseline.rps)} | **${d.ratio.rps.toFixed(2)}×** | ${int(p.service.rps)} | ${int(p.baseline.rps)} | **${p.ratio.rps.toFixed(2)}×** | ${d.service.cpuUsPerRequest.toFixed(1)} (${d.baseline.cpuUsPerRequest.toFixed(1)}) | ${d.service.rssMb.toFixed(0)} |`,
-    )
-  })
+  lines.push(...directAndPooled(report.sameBytes, 'service', 'same bytes'))
   lines.push(
     '',
     "The driver: the same bytes on PostgreSQL run through postgres.js 3.4 (`BENCH_DRIVER=postgres`: the same statements, prepared on the same terms, the same pool size) beside the same through pg, the service's driver, each pair in alternating rounds. Higher req/s and lower CPU favour postgres.js:",
     '',
-    '| Operation | Conn. | req/s pg direct | req/s postgres.js direct | **postgres.js ÷ pg, direct** | CPU µs/req direct: pg (postgres.js) | req/s pg PgBouncer | req/s postgres.js PgBouncer | **postgres.js ÷ pg, PgBouncer** | CPU µs/req PgBouncer: pg (postgres.js) | p99 ms direct: pg (postgres.js) |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
   )
-  report.drivers.direct.forEach((d, i) => {
-    const p = report.drivers.pgbouncer[i]
+  lines.push(...directAndPooled(report.drivers, 'postgres.js', 'pg'))
+  return lines.join('\n')
+}
+
+/**
+ * One row per scenario and connection count: each pair's service `a` beside its baseline `b`,
+ * direct and through PgBouncer.
+ */
+function directAndPooled(
+  paired: { direct: PairResult[]; pgbouncer: PairResult[] },
+  a: string,
+  b: string,
+): string[] {
+  const rows = [
+    `| Operation | Conn. | req/s ${a} direct | req/s ${b} direct | **${a} ÷ ${b}, direct** | req/s ${a} PgBouncer | req/s ${b} PgBouncer | **${a} ÷ ${b}, PgBouncer** | CPU µs/req direct: ${a} (${b}) | CPU µs/req PgBouncer: ${a} (${b}) | p99 ms direct: ${a} (${b}) | RSS MB ${a} direct |`,
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+  ]
+  const cpu = (p: PairResult) =>
+    `${p.service.cpuUsPerRequest.toFixed(1)} (${p.baseline.cpuUsPerRequest.toFixed(1)})`
+  paired.direct.forEach((d, i) => {
+    const p = paired.pgbouncer[i]
     if (p === undefined) return
-    lines.push(
-      `| ${d.label} | ${d.connections} | ${int(d.baseline.rps)} | ${int(d.service.rps)} | **${d.ratio.rps.toFixed(2)}×** | ${d.baseline.cpuUsPerRequest.toFixed(1)} (${d.service.cpuUsPerRequest.toFixed(1)}) | ${int(p.baseline.rps)} | ${int(p.service.rps)} | **${p.ratio.rps.toFixed(2)}×** | ${p.baseline.cpuUsPerRequest.toFixed(1)} (${p.service.cpuUsPerRequest.toFixed(1)}) | ${ms(d.baseline.p99)} (${ms(d.service.p99)}) |`,
+    rows.push(
+      `| ${d.label} | ${d.connections} | ${int(d.service.rps)} | ${int(d.baseline.rps)} | **${d.ratio.rps.toFixed(2)}×** | ${int(p.service.rps)} | ${int(p.baseline.rps)} | **${p.ratio.rps.toFixed(2)}×** | ${cpu(d)} | ${cpu(p)} | ${ms(d.service.p99)} (${ms(d.baseline.p99)}) | ${d.service.rssMb.toFixed(0)} |`,
     )
   })
-  return lines.join('\n')
+  return rows
 }

@@ -513,6 +513,16 @@ async function applyMigrations(client: Client): Promise<number[]> {
   }
 }
 
+/** D14: lock_timeout ran out while another request held the key: 409, not 503. */
+function keyInUse(err: unknown): never {
+  if ((err as { code?: unknown }).code === LOCK_NOT_AVAILABLE) {
+    throw new IdempotencyKeyInUseError('the Idempotency-Key is held by a request in flight', {
+      cause: err,
+    })
+  }
+  throw err
+}
+
 class PostgresPetRepository implements PetRepository {
   readonly #db: Database
 
@@ -542,9 +552,8 @@ class PostgresPetRepository implements PetRepository {
   async createIdempotent(pet: NewPet, claim: IdempotencyClaim): Promise<IdempotentCreate> {
     const began = performance.now()
     const { status, body, location } = claim.outcome
-    let rows: PetRow[]
-    try {
-      ;({ rows } = await this.#db.query<PetRow>(SQL.createKeyed, [
+    const { rows } = await this.#db
+      .query<PetRow>(SQL.createKeyed, [
         claim.apiKeyId,
         claim.key,
         claim.fingerprint,
@@ -558,15 +567,8 @@ class PostgresPetRepository implements PetRepository {
         pet.name,
         pet.categoryId,
         pet.status ?? null,
-      ]))
-    } catch (err) {
-      if ((err as { code?: unknown }).code === LOCK_NOT_AVAILABLE) {
-        throw new IdempotencyKeyInUseError('the Idempotency-Key is held by a request in flight', {
-          cause: err,
-        })
-      }
-      throw err
-    }
+      ])
+      .catch(keyInUse)
     const [row] = rows
     if (row !== undefined) {
       this.#db.observer.committed(1, (performance.now() - began) / 1000)

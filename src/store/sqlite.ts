@@ -105,18 +105,17 @@ function preparePetQuery(db: DatabaseSync, sql: string): StatementSync {
   return statement
 }
 
-/**
- * The pet reads as prepared statements, for the store and for the benchmark's references, so
- * that both run the same SQL. A page's LIMIT is written into its statement, one statement per
- * row count from 1 to MAX_PAGE_ROWS, each prepared when first needed:
- * SQLite reads the value bound to a LIMIT while planning (sqlite3ExprIsInteger), which marks the
- * statement as depending on it, and a statement whose such value is bound again is prepared
- * again on its next run, parsing and planning the SQL on every page. Written in, a page of 20
- * costs 7.6 µs of SQLite instead of 10.8 (docs/benchmarks.md).
- */
 /** The most rows a page reads: the largest listPets limit, and one more to tell if more follow. */
 const MAX_PAGE_ROWS = LIST_LIMIT.maximum + 1
 
+/**
+ * The pet reads as prepared statements, for the store and for the benchmark's references, so
+ * that both run the same SQL. A page's LIMIT is written into its statement, one statement per
+ * row count from 1 to MAX_PAGE_ROWS, each prepared when first needed: SQLite reads the value
+ * bound to a LIMIT while planning (sqlite3ExprIsInteger), which marks the statement as
+ * depending on it, and a statement whose such value is bound again is prepared again on its
+ * next run, parsing and planning the SQL on every page (what that cost: docs/benchmarks.md).
+ */
 export class PetQueries {
   readonly #db: DatabaseSync
   readonly #byId: StatementSync
