@@ -9,11 +9,14 @@
 // --node-flags: flags for this checkout's `node` only, to measure a flag against its absence
 // (then --base may be this checkout too). --env NAME=VALUE (repeatable): a setting for this
 // checkout's service only, e.g. --env METRICS_PORT=off to measure what metrics cost.
+// --database <PostgreSQL URL>: both services on that database (seeded with --pets pets, e.g. by
+// scripts/bench/postgres.ts's seed) with the PostgreSQL run's pool size, instead of SQLite copies.
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { generateApiKey } from '../../src/keys/api-key.ts'
 import { type Request, requireWrk } from './load.ts'
+import { POOL_SIZE as POSTGRES_POOL_SIZE } from './postgres.ts'
 import { pinSelf, type ServerProcess, startServer } from './processes.ts'
 import { pair } from './rounds.ts'
 import { seededCopy } from './seed.ts'
@@ -31,6 +34,7 @@ const { values: args } = parseArgs({
     pets: { type: 'string', default: '1000000' },
     'node-flags': { type: 'string', default: '' },
     env: { type: 'string', multiple: true, default: [] },
+    database: { type: 'string' },
   },
 })
 if (args.base === undefined) {
@@ -69,7 +73,9 @@ function start(
     name,
     [...nodeFlags, join(checkout, 'bin/petstore.js'), 'serve'],
     {
-      DATABASE_URL: `sqlite:${seededCopy(BENCH_DIR, pets, `ab-${name}`)}`,
+      ...(args.database === undefined
+        ? { DATABASE_URL: `sqlite:${seededCopy(BENCH_DIR, pets, `ab-${name}`)}` }
+        : { DATABASE_URL: args.database, DATABASE_POOL_SIZE: String(POSTGRES_POOL_SIZE) }),
       LOG_LEVEL: 'warn',
       METRICS_PORT: '0',
       PETSTORE_RATE_LIMIT: '0',

@@ -2,7 +2,11 @@
 // straight to the server and through PgBouncer in transaction mode, side by side in alternating
 // rounds (scripts/bench/rounds.ts), so the ratio is what the pooler's hop costs; and each beside
 // the same bytes on PostgreSQL (same-bytes-postgres.ts: raw node:http, the service's statements
-// through a pool of the same size, the service's headers), on the same path. Writes its own
+// through a pool of the same size, the service's headers), on the same path. Two more pairs say
+// what the service cannot change: the same bytes through PgBouncer beside the same bytes direct
+// (the pooler's hop with no service in it), and for the keyed create, the same bytes running the
+// service's keyed statement (BENCH_KEYED=statement) beside the service and beside the same bytes'
+// plain create (what the statement itself costs). Writes its own
 // section of docs/benchmarks.md (markers bench-postgres:begin/end) and docs/benchmarks-postgres.json;
 // the SQLite section is left as it is.
 //
@@ -52,7 +56,7 @@ export interface PostgresBenchOptions {
 
 /** DATABASE_POOL_SIZE of each service, and PgBouncer's default_pool_size: the same ten server
  * connections either way, so the ratio is the pooler's hop and nothing else. */
-const POOL_SIZE = 10
+export const POOL_SIZE = 10
 
 const CREATE_BODY = JSON.stringify({ name: 'Benchmark Bella', categoryId: 42, status: 'available' })
 
@@ -121,6 +125,9 @@ export function service(
   )
 }
 
+/** same-bytes-postgres.ts's BENCH_DRIVER. */
+type Driver = 'pg' | 'pg-pipeline' | 'postgres'
+
 /**
  * The same bytes on PostgreSQL (same-bytes-postgres.ts) with the services' pool size, on the
  * path `service` takes (its DATABASE_URL and DATABASE_POOLER), checked to answer every selected
@@ -129,9 +136,10 @@ export function service(
 async function sameBytes(
   name: string,
   service: { process: ServerProcess; url: string; pooler: 'none' | 'transaction' },
-  driver: 'pg' | 'postgres',
+  driver: Driver,
   options: PostgresBenchOptions,
   selected: readonly { request: Request }[],
+  keyed: 'statement' | 'ignored' = 'ignored',
 ): Promise<ServerProcess> {
   const server = await startServer(
     name,
@@ -141,6 +149,7 @@ async function sameBytes(
       DATABASE_POOL_SIZE: String(POOL_SIZE),
       DATABASE_POOLER: service.pooler,
       BENCH_DRIVER: driver,
+      BENCH_KEYED: keyed,
     },
     '/',
   )
@@ -177,6 +186,16 @@ export interface PostgresReport {
   sameBytes: { direct: PairResult[]; pgbouncer: PairResult[] }
   /** Same bytes with postgres.js ÷ with pg (the service's driver), direct and through PgBouncer. */
   drivers: { direct: PairResult[]; pgbouncer: PairResult[] }
+  /** Same bytes with pg's pipeline mode ÷ with its pool, direct and through PgBouncer. */
+  pipeline: { direct: PairResult[]; pgbouncer: PairResult[] }
+  /** Same bytes through PgBouncer ÷ same bytes direct: the pooler's hop without the service. */
+  poolerReference: PairResult[]
+  /** The keyed create only: the service ÷ the same bytes running its keyed statement, and that
+   * ÷ the same bytes' plain create, direct and through PgBouncer. */
+  keyed: {
+    service: { direct: PairResult[]; pgbouncer: PairResult[] }
+    statement: { direct: PairResult[]; pgbouncer: PairResult[] }
+  }
 }
 
 export async function benchPostgres(options: PostgresBenchOptions): Promise<void> {
@@ -208,12 +227,15 @@ export async function benchPostgres(options: PostgresBenchOptions): Promise<void
     const url = directUrl.toString()
     const onDirect = { process: direct, url, pooler: 'none' } as const
     const onPooled = { process: pooled, url: bouncer.through(url), pooler: 'transaction' } as const
+    const keyedScenarios = selected.filter((s) => s.id === 'createKeyed')
     const start = async (
       name: string,
       path: typeof onDirect | typeof onPooled,
-      driver: 'pg' | 'postgres',
+      driver: Driver,
+      keyed: 'statement' | 'ignored' = 'ignored',
     ) => {
-      const server = await sameBytes(name, path, driver, options, selected)
+      const checked = keyed === 'statement' ? keyedScenarios : selected
+      const server = await sameBytes(name, path, driver, options, checked, keyed)
       servers.push(server)
       return server
     }
@@ -221,16 +243,33 @@ export async function benchPostgres(options: PostgresBenchOptions): Promise<void
     const samePooled = await start('same bytes pgbouncer', onPooled, 'pg')
     const jsDirect = await start('same bytes on postgres.js direct', onDirect, 'postgres')
     const jsPooled = await start('same bytes on postgres.js pgbouncer', onPooled, 'postgres')
+    const pipelineDirect = await start('same bytes pipelined direct', onDirect, 'pg-pipeline')
+    const pipelinePooled = await start('same bytes pipelined pgbouncer', onPooled, 'pg-pipeline')
+    const keyedDirect =
+      keyedScenarios.length > 0
+        ? await start('same bytes keyed direct', onDirect, 'pg', 'statement')
+        : undefined
+    const keyedPooled =
+      keyedScenarios.length > 0
+        ? await start('same bytes keyed pgbouncer', onPooled, 'pg', 'statement')
+        : undefined
     const pairs: PairResult[] = []
     const sameBytesPairs: PostgresReport['sameBytes'] = { direct: [], pgbouncer: [] }
     const driverPairs: PostgresReport['drivers'] = { direct: [], pgbouncer: [] }
+    const pipelinePairs: PostgresReport['pipeline'] = { direct: [], pgbouncer: [] }
+    const poolerReference: PairResult[] = []
+    const keyedPairs: PostgresReport['keyed'] = {
+      service: { direct: [], pgbouncer: [] },
+      statement: { direct: [], pgbouncer: [] },
+    }
     const measure = async (
       into: PairResult[],
       title: string,
       service: ServerProcess,
       baseline: ServerProcess,
+      scenarios = selected,
     ) => {
-      for (const scenario of selected) {
+      for (const scenario of scenarios) {
         log(`PostgreSQL, ${title}: ${scenario.label}`)
         for (const connections of options.connections) {
           const result = await pair(
@@ -265,6 +304,42 @@ export async function benchPostgres(options: PostgresBenchOptions): Promise<void
       jsPooled,
       samePooled,
     )
+    await measure(
+      pipelinePairs.direct,
+      "direct, same bytes on pg's pipeline mode vs its pool",
+      pipelineDirect,
+      sameDirect,
+    )
+    await measure(
+      pipelinePairs.pgbouncer,
+      "through PgBouncer, same bytes on pg's pipeline mode vs its pool",
+      pipelinePooled,
+      samePooled,
+    )
+    await measure(poolerReference, 'same bytes through PgBouncer vs direct', samePooled, sameDirect)
+    if (keyedDirect !== undefined && keyedPooled !== undefined) {
+      const keyed = async (
+        into: { direct: PairResult[]; pgbouncer: PairResult[] },
+        title: string,
+        direct: [ServerProcess, ServerProcess],
+        pooled: [ServerProcess, ServerProcess],
+      ) => {
+        await measure(into.direct, `direct, ${title}`, ...direct, keyedScenarios)
+        await measure(into.pgbouncer, `through PgBouncer, ${title}`, ...pooled, keyedScenarios)
+      }
+      await keyed(
+        keyedPairs.service,
+        'the service vs same bytes running the keyed statement',
+        [direct, keyedDirect],
+        [pooled, keyedPooled],
+      )
+      await keyed(
+        keyedPairs.statement,
+        "same bytes running the keyed statement vs same bytes' plain create",
+        [keyedDirect, sameDirect],
+        [keyedPooled, samePooled],
+      )
+    }
     const postgres = await onDatabase(
       ADMIN_URL,
       async (c) => (await c.query('SHOW server_version')).rows[0],
@@ -288,6 +363,9 @@ export async function benchPostgres(options: PostgresBenchOptions): Promise<void
       pairs,
       sameBytes: sameBytesPairs,
       drivers: driverPairs,
+      pipeline: pipelinePairs,
+      poolerReference,
+      keyed: keyedPairs,
     }
     const markdown = renderPostgres(report)
     mkdirSync(dirname(options.outBase), { recursive: true })
@@ -322,14 +400,21 @@ export function renderPostgres(report: PostgresReport): string {
     '',
     `${int(settings.pets)} pets in one PostgreSQL database; two instances of the service (\`DATABASE_POOL_SIZE=${settings.poolSize}\`) on it, one straight to PostgreSQL, one through PgBouncer in transaction mode (\`default_pool_size = ${settings.poolSize}\`); ${settings.rounds} alternating rounds of ${settings.seconds} s per figure after ${settings.warmupSeconds} s of warm-up on each side. The ratio is the median of the per-round ratios through PgBouncer ÷ direct. PostgreSQL and PgBouncer are not pinned: they share both cores with the service and the load generator; load shedding is off in both services, so that a busy machine cannot void a round.`,
     '',
-    '| Operation | Conn. | req/s direct | req/s PgBouncer | **ratio** | p50 ms direct (PgBouncer) | p99 ms direct (PgBouncer) | CPU µs/req service direct (PgBouncer) |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|',
+    '| Operation | Conn. | req/s direct | req/s PgBouncer | **ratio** | p50 ms direct (PgBouncer) | p99 ms direct (PgBouncer) | CPU µs/req service direct (PgBouncer) | **same bytes: PgBouncer ÷ direct** |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|',
   ]
   for (const p of report.pairs) {
+    const reference = report.poolerReference.find(
+      (r) => r.scenario === p.scenario && r.connections === p.connections,
+    )
     lines.push(
-      `| ${p.label} | ${p.connections} | ${int(p.baseline.rps)} | ${int(p.service.rps)} | **${p.ratio.rps.toFixed(2)}×** | ${ms(p.baseline.p50)} (${ms(p.service.p50)}) | ${ms(p.baseline.p99)} (${ms(p.service.p99)}) | ${p.baseline.cpuUsPerRequest.toFixed(1)} (${p.service.cpuUsPerRequest.toFixed(1)}) |`,
+      `| ${p.label} | ${p.connections} | ${int(p.baseline.rps)} | ${int(p.service.rps)} | **${p.ratio.rps.toFixed(2)}×** | ${ms(p.baseline.p50)} (${ms(p.service.p50)}) | ${ms(p.baseline.p99)} (${ms(p.service.p99)}) | ${p.baseline.cpuUsPerRequest.toFixed(1)} (${p.service.cpuUsPerRequest.toFixed(1)}) | ${reference === undefined ? '–' : `**${reference.ratio.rps.toFixed(2)}×**`} |`,
     )
   }
+  lines.push(
+    '',
+    "The last column is the pooler's hop without the service: the same bytes on PostgreSQL (below) through the same PgBouncer beside the same bytes direct, in alternating rounds of their own.",
+  )
   lines.push(
     '',
     "The service beside the same bytes on PostgreSQL (`scripts/bench/same-bytes-postgres.ts`: raw `node:http`, the service's statements through a pg pool of the same size, its bodies and response headers; its createPet is the plain durable INSERT, also for the keyed scenario), each pair in alternating rounds, direct and through PgBouncer:",
@@ -342,6 +427,22 @@ export function renderPostgres(report: PostgresReport): string {
     '',
   )
   lines.push(...directAndPooled(report.drivers, 'postgres.js', 'pg'))
+  lines.push(
+    '',
+    "pg's pipeline mode (pg 8.23, `pipeline: true`; `BENCH_DRIVER=pg-pipeline`): as many clients as the pool has connections, each sending every query given to it without waiting for the answers before, taken in turn, beside pg's pool, which lends each query a connection of its own; the same statements on the same terms. Higher req/s and lower CPU favour the pipeline:",
+    '',
+  )
+  lines.push(...directAndPooled(report.pipeline, 'pipelined', 'pooled'))
+  if (report.keyed.service.direct.length > 0) {
+    lines.push(
+      '',
+      "The keyed create beside what its statement costs: the same bytes running the service's keyed statement (`BENCH_KEYED=statement`: D14's one statement, with the fingerprint, the answer around the new id and the dates the service binds), first beside the service's keyed create, then beside the same bytes' plain create (what the statement costs by the shortest path), each pair in alternating rounds:",
+      '',
+      ...directAndPooled(report.keyed.service, 'service', 'same bytes keyed'),
+      '',
+      ...directAndPooled(report.keyed.statement, 'same bytes keyed', 'same bytes plain'),
+    )
+  }
   return lines.join('\n')
 }
 
@@ -355,16 +456,19 @@ function directAndPooled(
   b: string,
 ): string[] {
   const rows = [
-    `| Operation | Conn. | req/s ${a} direct | req/s ${b} direct | **${a} ÷ ${b}, direct** | req/s ${a} PgBouncer | req/s ${b} PgBouncer | **${a} ÷ ${b}, PgBouncer** | CPU µs/req direct: ${a} (${b}) | CPU µs/req PgBouncer: ${a} (${b}) | p99 ms direct: ${a} (${b}) | RSS MB ${a} direct |`,
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    `| Operation | Conn. | req/s ${a} direct | req/s ${b} direct | **${a} ÷ ${b}, direct** | req/s ${a} PgBouncer | req/s ${b} PgBouncer | **${a} ÷ ${b}, PgBouncer** | CPU µs/req direct: ${a} (${b}) | CPU µs/req PgBouncer: ${a} (${b}) | CPU ${a} ÷ ${b}, direct (PgBouncer) | p99 ms direct: ${a} (${b}) | RSS MB direct: ${a} (${b}) |`,
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
   ]
   const cpu = (p: PairResult) =>
     `${p.service.cpuUsPerRequest.toFixed(1)} (${p.baseline.cpuUsPerRequest.toFixed(1)})`
+  const cpuRatio = (d: PairResult, p: PairResult) =>
+    `${d.ratio.cpuUsPerRequest.toFixed(2)}× (${p.ratio.cpuUsPerRequest.toFixed(2)}×)`
+  const rss = (p: PairResult) => `${p.service.rssMb.toFixed(0)} (${p.baseline.rssMb.toFixed(0)})`
   paired.direct.forEach((d, i) => {
     const p = paired.pgbouncer[i]
     if (p === undefined) return
     rows.push(
-      `| ${d.label} | ${d.connections} | ${int(d.service.rps)} | ${int(d.baseline.rps)} | **${d.ratio.rps.toFixed(2)}×** | ${int(p.service.rps)} | ${int(p.baseline.rps)} | **${p.ratio.rps.toFixed(2)}×** | ${cpu(d)} | ${cpu(p)} | ${ms(d.service.p99)} (${ms(d.baseline.p99)}) | ${d.service.rssMb.toFixed(0)} |`,
+      `| ${d.label} | ${d.connections} | ${int(d.service.rps)} | ${int(d.baseline.rps)} | **${d.ratio.rps.toFixed(2)}×** | ${int(p.service.rps)} | ${int(p.baseline.rps)} | **${p.ratio.rps.toFixed(2)}×** | ${cpu(d)} | ${cpu(p)} | ${cpuRatio(d, p)} | ${ms(d.service.p99)} (${ms(d.baseline.p99)}) | ${rss(d)} |`,
     )
   })
   return rows

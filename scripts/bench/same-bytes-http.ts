@@ -3,8 +3,10 @@
 // response headers on every answer: the security headers, `Cache-Control: no-store`, the JSON
 // type, getPet's deprecation notice (service-headers.ts), a fresh X-Request-Id made as the service
 // makes it, a Content-Length, and the service's keep-alive timeout. The body of a create is
-// parsed with JSON.parse and its fields' types checked, no more; an Idempotency-Key is ignored
-// (the target for the keyed create is the plain durable create). No logging, metrics, rate limit
+// parsed with JSON.parse and its fields' types checked, no more; an Idempotency-Key is passed to
+// the engine as sent, which ignores it (the target for the keyed create is the plain durable
+// create) unless it runs the service's keyed statement (same-bytes-postgres.ts with
+// BENCH_KEYED=statement). No logging, metrics, rate limit
 // or load shedding. Each engine gives its reads and its durable create as callbacks, so that a
 // synchronous engine answers in the same turn, as SQLite's does.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -24,7 +26,8 @@ export interface SameBytesEngine {
     done: (err: unknown, page?: Page) => void,
   ): void
   get(id: number, done: (err: unknown, body?: string) => void): void
-  create(pet: NewPet, done: (err: unknown, created?: Pet) => void): void
+  /** `key`: the request's Idempotency-Key, unchecked; undefined without one. */
+  create(pet: NewPet, key: string | undefined, done: (err: unknown, created?: Pet) => void): void
 }
 
 /** One answer: the fixed headers, then what differs per answer. */
@@ -89,7 +92,8 @@ function createPet(engine: SameBytesEngine, req: IncomingMessage, res: ServerRes
       answer(req, res, 400, OPERATION_HEADERS, '{}')
       return
     }
-    engine.create(pet, (err, created) => {
+    const key = req.headers['idempotency-key']
+    engine.create(pet, typeof key === 'string' ? key : undefined, (err, created) => {
       if (err !== undefined || created === undefined) {
         answer(req, res, 503, OPERATION_HEADERS, '{}')
         return

@@ -6,15 +6,27 @@
 // createPet is the service's durable create: one INSERT … RETURNING that autocommits, the 201
 // sent after it. The harness checks its statuses, bodies and headers against the service's.
 //
+// BENCH_KEYED=statement: a create with an Idempotency-Key runs the service's keyed statement
+// (D14: the pet and its record in one statement) with what the service binds to it (the body's
+// SHA-256 fingerprint, the answer around the new id, now and the end of a day's TTL), so that the
+// keyed create can be measured beside what its statement costs by the shortest path. Without it
+// the key is ignored, as the target for the keyed create is the plain durable create.
+//
 // BENCH_DRIVER=postgres runs the same statements through postgres.js (Postgres.js 3.4) instead
 // of pg, with the same pool size and prepared statements on the same terms, so that the two
-// drivers can be measured on our own statements (postgres.ts's driver table).
+// drivers can be measured on our own statements (postgres.ts's driver table). BENCH_DRIVER=
+// pg-pipeline runs them through pg's pipeline mode (pg 8.23, `pipeline: true`): as many clients
+// as the pool has connections, each sending every query given to it without waiting for the
+// answers before, taken in turn, instead of a pool lending each query a connection of its own.
 //
 //   node scripts/bench/same-bytes-postgres.ts <postgres url>
-// with PORT, BENCH_AUTHORIZATION, DATABASE_POOL_SIZE, DATABASE_POOLER and BENCH_DRIVER in the
-// environment.
-import { Pool } from 'pg'
+// with PORT, BENCH_AUTHORIZATION, DATABASE_POOL_SIZE, DATABASE_POOLER, BENCH_KEYED and
+// BENCH_DRIVER in the environment.
+import { Client, Pool } from 'pg'
 import postgres from 'postgres'
+import type { NewPet } from '../../src/contract/schemas.ts'
+import { requestFingerprint } from '../../src/routes/idempotency.ts'
+import { petJsonAroundId } from '../../src/routes/pets-json.ts'
 import {
   int8AsNumber,
   PET_STATEMENTS,
@@ -28,6 +40,11 @@ import { serveSameBytes } from './same-bytes-http.ts'
 const url = process.argv[2] ?? ''
 const max = Number(process.env.DATABASE_POOL_SIZE)
 const named = process.env.DATABASE_POOLER !== 'transaction'
+const keyedStatement = process.env.BENCH_KEYED === 'statement'
+/** The service's default PETSTORE_IDEMPOTENCY_TTL. */
+const IDEMPOTENCY_TTL_MS = 86_400_000
+/** The record's owner: any text will do (no foreign key); the service's is the API key's id. */
+const API_KEY_ID = 'same-bytes'
 
 /** Runs one of the service's statements; the rows as the service's store gets them. */
 type Query = (statement: Statement, values: unknown[]) => Promise<PetRow[]>
@@ -37,6 +54,21 @@ function pgQuery(): Query {
   return (statement, values) => {
     const config = named ? { ...statement, values } : { text: statement.text, values }
     return pool.query<PetRow>(config).then((result) => result.rows)
+  }
+}
+
+async function pgPipelineQuery(): Promise<Query> {
+  const clients = Array.from(
+    { length: max },
+    () => new Client({ connectionString: url, types: int8AsNumber, pipeline: true }),
+  )
+  await Promise.all(clients.map((client) => client.connect()))
+  let next = 0
+  return (statement, values) => {
+    const client = clients[next] as Client
+    next = (next + 1) % clients.length
+    const config = named ? { ...statement, values } : { text: statement.text, values }
+    return client.query<PetRow>(config).then((result) => result.rows)
   }
 }
 
@@ -51,7 +83,14 @@ function postgresJsQuery(): Query {
     >
 }
 
-const query = process.env.BENCH_DRIVER === 'postgres' ? postgresJsQuery() : pgQuery()
+const DRIVERS: Record<string, () => Query | Promise<Query>> = {
+  pg: pgQuery,
+  'pg-pipeline': pgPipelineQuery,
+  postgres: postgresJsQuery,
+}
+const driver = DRIVERS[process.env.BENCH_DRIVER ?? 'pg']
+if (driver === undefined) throw new Error(`BENCH_DRIVER: pg, pg-pipeline or postgres`)
+const query = await driver()
 
 serveSameBytes({
   list(limit, status, cursor, done) {
@@ -76,10 +115,32 @@ serveSameBytes({
       done,
     )
   },
-  create(pet, done) {
-    query(PET_STATEMENTS.insert, [pet.name, pet.categoryId, pet.status ?? null]).then(
-      ([row]) => done(undefined, row === undefined ? undefined : toPet(row)),
-      done,
-    )
+  create(pet, key, done) {
+    const rows =
+      key !== undefined && keyedStatement
+        ? query(PET_STATEMENTS.insertKeyed, keyedValues(pet, key))
+        : query(PET_STATEMENTS.insert, [pet.name, pet.categoryId, pet.status ?? null])
+    rows.then(([row]) => done(undefined, row === undefined ? undefined : toPet(row)), done)
   },
 })
+
+/** What the service binds to its keyed statement (src/store/postgres.ts, createIdempotent). */
+function keyedValues(pet: NewPet, key: string): unknown[] {
+  const now = Date.now()
+  const body = petJsonAroundId(pet)
+  return [
+    API_KEY_ID,
+    key,
+    requestFingerprint(pet),
+    201,
+    body.before,
+    body.after,
+    '/v1/pets/',
+    '',
+    new Date(now),
+    new Date(now - IDEMPOTENCY_TTL_MS),
+    pet.name,
+    pet.categoryId,
+    pet.status ?? null,
+  ]
+}

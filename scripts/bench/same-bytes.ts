@@ -18,5 +18,5 @@ const commits = new GroupCommit(db)
 serveSameBytes({
   list: (limit, status, cursor, done) => done(undefined, reads.list(limit, status, cursor)),
   get: (id, done) => done(undefined, reads.get(id)),
-  create: (pet, done) => commits.create(pet, done),
+  create: (pet, _key, done) => commits.create(pet, done),
 })

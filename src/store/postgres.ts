@@ -313,6 +313,7 @@ const SQL = {
 /** The pet statements, for the benchmark's PostgreSQL reference, which runs the service's SQL. */
 export const PET_STATEMENTS = {
   insert: SQL.insertPet,
+  insertKeyed: SQL.createKeyed,
   get: SQL.getPet,
   list: SQL.listPets,
   listByStatus: SQL.listPetsByStatus,
