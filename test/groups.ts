@@ -39,6 +39,7 @@ export const ISOLATED = [
   'test/durability.test.ts',
   'test/scale/outage.test.ts',
   'test/scale/pgbouncer-outage.test.ts',
+  'test/scale/fleet.test.ts',
   'test/hostile-connections.test.ts',
   'test/client/browser.test.ts',
   'test/client/pack.test.ts',
@@ -57,11 +58,13 @@ export const ISOLATED = [
 ]
 export const POSTGRES_RUN = [...ENGINE_HTTP, ...POSTGRES_ONLY]
 /**
- * In the PgBouncer run, connection-loss.test.ts puts a private PgBouncer of its own in front, one
+ * The fleet runs behind PgBouncer too, as operators run one. In the PgBouncer run,
+ * connection-loss.test.ts puts a private PgBouncer of its own in front, one
  * it can kill; in the PostgreSQL run it goes straight to PostgreSQL.
  */
 export const PGBOUNCER_RUN = [
   ...ENGINE_HTTP,
   'test/scale/instances.test.ts',
+  'test/scale/fleet.test.ts',
   'test/scale/connection-loss.test.ts',
 ]

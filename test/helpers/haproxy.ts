@@ -1,0 +1,123 @@
+// HAProxy for the fleet tests: a private instance in front of a fleet's instances, with the
+// configuration the README gives operators ("Running a fleet"), health-checking /readyz, on a
+// free port, its config in a temp folder, stopped at the end.
+import { type ChildProcess, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { debianProgram } from './debian-program.ts'
+import { freePort } from './free-port.ts'
+
+/** CI sets this: a missing HAProxy then fails the run instead of skipping its tests. */
+export const HAPROXY_REQUIRED = process.env.PETSTORE_REQUIRE_HAPROXY === '1'
+
+/** Debian's, unless PETSTORE_HAPROXY names another. */
+const haproxy = debianProgram({
+  name: 'haproxy',
+  candidates: ['/usr/sbin/haproxy', '/usr/bin/haproxy'],
+  override: process.env.PETSTORE_HAPROXY,
+  absent: 'HAProxy is not installed (Debian package haproxy); the fleet tests are skipped',
+  required: { variable: 'PETSTORE_REQUIRE_HAPROXY', set: HAPROXY_REQUIRED },
+})
+
+export const haproxyBinary = haproxy.binary
+export const haproxySkipReason = haproxy.skipReason
+
+export interface Backend {
+  name: string
+  /** host:port of one instance. */
+  address: string
+}
+
+/**
+ * The configuration of "Running a fleet" in the README, for a balancer on `listen` in front of
+ * `servers`. Why each line is there:
+ * - `option httpchk GET /readyz`, every 250 ms, out after one failure: an instance that drains
+ *   (D11: /readyz turns 503 and the listener closes at once) or has lost its database leaves
+ *   the rotation within a quarter of a second; back after one success.
+ * - `retries`, `option redispatch`: a connection refused (an instance between its drain and the
+ *   next health check, or killed) is tried again on another instance; nothing was sent, so it
+ *   is safe for every request.
+ * - `retry-on conn-failure empty-response response-timeout`: a request whose instance died
+ *   before answering is sent again elsewhere, but only a request that is safe to repeat: a read,
+ *   or a create carrying an `Idempotency-Key` (D14: the service replays it instead of making a
+ *   second pet); `disable-l7-retry` keeps every other request from being sent twice.
+ * - `timeout http-keep-alive` and the idle server connections: HAProxy reuses its connections
+ *   to the instances, which keep an idle one for 72 s, so HAProxy is the side that gives up first.
+ */
+export function haproxyConfig(listen: string, servers: readonly Backend[]): string {
+  return `global
+    maxconn 8000
+
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    timeout http-request 10s
+    timeout http-keep-alive 10s
+    retries 3
+    option redispatch 1
+    retry-on conn-failure empty-response response-timeout
+
+frontend petstore
+    bind ${listen}
+    default_backend petstore
+
+backend petstore
+    balance roundrobin
+    option httpchk GET /readyz
+    http-check expect status 200
+    http-request disable-l7-retry if !METH_GET !METH_HEAD !{ req.hdr(idempotency-key) -m found }
+    default-server check inter 250ms fall 1 rise 1
+${servers.map((s) => `    server ${s.name} ${s.address}`).join('\n')}
+`
+}
+
+export interface HAProxy {
+  url: string
+  log(): string
+  stop(): Promise<void>
+}
+
+/** Starts HAProxy in the foreground (-db) with haproxyConfig on a free port. */
+export async function startHAProxy(servers: readonly Backend[]): Promise<HAProxy> {
+  const binary = haproxyBinary()
+  if (binary === undefined) throw new Error(haproxy.absentLine())
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-haproxy-'))
+  const port = await freePort()
+  const file = join(dir, 'haproxy.cfg')
+  writeFileSync(file, haproxyConfig(`127.0.0.1:${port}`, servers))
+  const child: ChildProcess = spawn(binary, ['-db', '-f', file], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let log = ''
+  const keep = (chunk: Buffer) => {
+    log = (log + chunk).slice(-64_000)
+  }
+  child.stdout?.on('data', keep)
+  child.stderr?.on('data', keep)
+  const exited = once(child, 'exit')
+  const url = `http://127.0.0.1:${port}`
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+    await exited
+    rmSync(dir, { recursive: true, force: true })
+  }
+  const deadline = Date.now() + 10_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`haproxy exited:\n${log}`)
+    const answered = await fetch(`${url}/healthz`).then(
+      (r) => r.status === 200,
+      () => false,
+    )
+    if (answered) break
+    if (Date.now() > deadline) {
+      await stop()
+      throw new Error(`haproxy did not answer:\n${log}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return { url, log: () => log, stop }
+}
