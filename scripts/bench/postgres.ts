@@ -2,11 +2,12 @@
 // straight to the server and through PgBouncer in transaction mode, side by side in alternating
 // rounds (scripts/bench/rounds.ts), so the ratio is what the pooler's hop costs; and each beside
 // the same bytes on PostgreSQL (same-bytes-postgres.ts: raw node:http, the service's statements
-// through a pool of the same size, the service's headers), on the same path. Two more pairs say
+// through a pool of the same size, the service's headers), on the same path. More pairs say
 // what the service cannot change: the same bytes through PgBouncer beside the same bytes direct
 // (the pooler's hop with no service in it), and for the keyed create, the same bytes running the
 // service's keyed statement (BENCH_KEYED=statement) beside the service and beside the same bytes'
-// plain create (what the statement itself costs). Writes its own
+// plain create (what the statement itself costs); and the drivers: postgres.js and pg's pipeline
+// mode beside pg's pool. Writes its own
 // section of docs/benchmarks.md (markers bench-postgres:begin/end) and docs/benchmarks-postgres.json;
 // the SQLite section is left as it is.
 //

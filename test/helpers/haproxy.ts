@@ -33,22 +33,26 @@ export interface Backend {
 /**
  * The configuration of "Running a fleet" in the README, for a balancer on `listen` in front of
  * `servers`. Why each line is there:
- * - `option httpchk GET /readyz`, every 250 ms, out after one failure: an instance that drains
- *   (D11: /readyz turns 503 and the listener closes at once) or has lost its database leaves
- *   the rotation within a quarter of a second; back after one success.
+ * - `option httpchk GET /readyz`, every 250 ms, out after two failures, each check given 1 s:
+ *   an instance that drains (D11: /readyz turns 503 and the listener closes at once) or has lost
+ *   its database leaves the rotation within half a second, and one slow answer on a busy
+ *   machine does not take it out; back after one success.
  * - `retries`, `option redispatch`: a connection refused (an instance between its drain and the
  *   next health check, or killed) is tried again on another instance; nothing was sent, so it
  *   is safe for every request.
- * - `retry-on conn-failure empty-response response-timeout`: a request whose instance died
- *   before answering is sent again elsewhere, but only a request that is safe to repeat: a read,
+ * - `retry-on conn-failure empty-response`: a request whose instance died before answering is
+ *   sent again elsewhere, but only a request that is safe to repeat: a read,
  *   or a create carrying an `Idempotency-Key` (D14: the service replays it instead of making a
  *   second pet); `disable-l7-retry` keeps every other request from being sent twice.
- * - `timeout http-keep-alive` and the idle server connections: HAProxy reuses its connections
- *   to the instances, which keep an idle one for 72 s, so HAProxy is the side that gives up first.
+ * - Idle connections: HAProxy reuses its connections to the instances and closes an idle one
+ *   after `pool-purge-delay` (5 s); the instances keep one for 72 s, so HAProxy is the side that
+ *   gives up first and never sends a request on a connection the instance is closing.
+ * - `maxconn 4000`: HAProxy needs about twice as many file descriptors, 8,000, and refuses to
+ *   start where it cannot have them.
  */
 export function haproxyConfig(listen: string, servers: readonly Backend[]): string {
   return `global
-    maxconn 8000
+    maxconn 4000
 
 defaults
     mode http
@@ -59,7 +63,7 @@ defaults
     timeout http-keep-alive 10s
     retries 3
     option redispatch 1
-    retry-on conn-failure empty-response response-timeout
+    retry-on conn-failure empty-response
 
 frontend petstore
     bind ${listen}
@@ -70,7 +74,8 @@ backend petstore
     option httpchk GET /readyz
     http-check expect status 200
     http-request disable-l7-retry if !METH_GET !METH_HEAD !{ req.hdr(idempotency-key) -m found }
-    default-server check inter 250ms fall 1 rise 1
+    timeout check 1s
+    default-server check inter 250ms fall 2 rise 1 pool-purge-delay 5s
 ${servers.map((s) => `    server ${s.name} ${s.address}`).join('\n')}
 `
 }

@@ -22,7 +22,8 @@ import { sharedKey } from './support.ts'
 
 const INSTANCES = 3
 const USERS = 16
-/** Longer than two health checks (250 ms each): HAProxy has seen a restarted instance ready. */
+/** Several health checks (every 250 ms; one success puts an instance back): HAProxy has seen a
+ * restarted instance ready. */
 const SETTLE_MS = 700
 
 const skip = (await postgresSkipReason()) ?? haproxySkipReason()
@@ -106,24 +107,29 @@ describe('a fleet of three behind HAProxy, under SDK load', { skip }, () => {
 
   test('a rolling restart and a SIGKILL: no call fails, one pet per acknowledged create', async () => {
     const load = startLoad(balancer.url, key)
-    await delay(SETTLE_MS)
-    for (let i = 0; i < INSTANCES; i++) {
-      const code = await services[i]?.stop('SIGTERM')
-      assert.equal(code, 0, `instance ${i + 1} drained and exited 0`)
-      services[i] = await start(i)
+    try {
       await delay(SETTLE_MS)
+      for (let i = 0; i < INSTANCES; i++) {
+        const code = await services[i]?.stop('SIGTERM')
+        assert.equal(code, 0, `instance ${i + 1} drained and exited 0`)
+        services[i] = await start(i)
+        await delay(SETTLE_MS)
+      }
+      const killed = await services[1]?.stop('SIGKILL')
+      assert.equal(killed, null, 'the SIGKILL ended the instance')
+      services[1] = await start(1)
+      await delay(SETTLE_MS)
+    } finally {
+      // The users stop whatever happened above, so that a failed step fails the test, not hangs it.
+      await load.stop()
     }
-    const killed = await services[1]?.stop('SIGKILL')
-    assert.equal(killed, null, 'the SIGKILL ended the instance')
-    services[1] = await start(1)
-    await delay(SETTLE_MS)
     const { acknowledged, failures, calls } = await load.stop()
 
     assert.deepEqual(failures, [], `${failures.length} of ${calls} calls failed to their caller`)
     assert.ok(acknowledged.length >= 50, `only ${acknowledged.length} creates were made`)
     const stored = await onDatabase(db.url, async (client) => {
       const { rows } = await client.query<{ id: number; name: string; category_id: number }>(
-        `SELECT id::float8 AS id, name, category_id FROM pets WHERE name LIKE 'fleet %'`,
+        `SELECT id::float8 AS id, name, category_id::float8 AS category_id FROM pets WHERE name LIKE 'fleet %'`,
       )
       return rows
     })
@@ -135,7 +141,13 @@ describe('a fleet of three behind HAProxy, under SDK load', { skip }, () => {
     for (const pet of acknowledged) {
       const row = storedById.get(pet.id)
       assert.ok(row !== undefined, `acknowledged pet ${pet.id} (${pet.name}) was lost`)
-      assert.equal(row.name, pet.name)
+      assert.deepEqual(
+        { name: row.name, categoryId: row.category_id },
+        {
+          name: pet.name,
+          categoryId: pet.categoryId,
+        },
+      )
     }
     assert.equal(stored.length, acknowledged.length, 'a pet no caller was told of was stored')
   })
