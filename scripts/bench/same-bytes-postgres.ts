@@ -29,6 +29,7 @@ import { requestFingerprint } from '../../src/routes/idempotency.ts'
 import { petJsonAroundId } from '../../src/routes/pets-json.ts'
 import {
   int8AsNumber,
+  keyedCreateValues,
   PET_STATEMENTS,
   type PetRow,
   type Statement,
@@ -124,23 +125,19 @@ serveSameBytes({
   },
 })
 
-/** What the service binds to its keyed statement (src/store/postgres.ts, createIdempotent). */
+/** What the service binds to its keyed statement: the claim its route makes (routes/pets.ts). */
 function keyedValues(pet: NewPet, key: string): unknown[] {
   const now = Date.now()
-  const body = petJsonAroundId(pet)
-  return [
-    API_KEY_ID,
+  return keyedCreateValues(pet, {
+    apiKeyId: API_KEY_ID,
     key,
-    requestFingerprint(pet),
-    201,
-    body.before,
-    body.after,
-    '/v1/pets/',
-    '',
-    new Date(now),
-    new Date(now - IDEMPOTENCY_TTL_MS),
-    pet.name,
-    pet.categoryId,
-    pet.status ?? null,
-  ]
+    fingerprint: requestFingerprint(pet),
+    now: new Date(now),
+    expiredAt: new Date(now - IDEMPOTENCY_TTL_MS),
+    outcome: {
+      status: 201,
+      body: petJsonAroundId(pet),
+      location: { before: '/v1/pets/', after: '' },
+    },
+  })
 }

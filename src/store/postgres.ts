@@ -319,6 +319,26 @@ export const PET_STATEMENTS = {
   listByStatus: SQL.listPetsByStatus,
 } as const
 
+/** SQL.createKeyed's parameters, in its order (also for the benchmark's PostgreSQL reference). */
+export function keyedCreateValues(pet: NewPet, claim: IdempotencyClaim): unknown[] {
+  const { status, body, location } = claim.outcome
+  return [
+    claim.apiKeyId,
+    claim.key,
+    claim.fingerprint,
+    status,
+    body.before,
+    body.after,
+    location.before,
+    location.after,
+    claim.now,
+    claim.expiredAt,
+    pet.name,
+    pet.categoryId,
+    pet.status ?? null,
+  ]
+}
+
 export function toPet(row: PetRow): Pet {
   const pet: Pet = { id: row.id, name: row.name, categoryId: row.categoryId }
   if (row.status !== null) pet.status = row.status
@@ -552,23 +572,8 @@ class PostgresPetRepository implements PetRepository {
    */
   async createIdempotent(pet: NewPet, claim: IdempotencyClaim): Promise<IdempotentCreate> {
     const began = performance.now()
-    const { status, body, location } = claim.outcome
     const { rows } = await this.#db
-      .query<PetRow>(SQL.createKeyed, [
-        claim.apiKeyId,
-        claim.key,
-        claim.fingerprint,
-        status,
-        body.before,
-        body.after,
-        location.before,
-        location.after,
-        claim.now,
-        claim.expiredAt,
-        pet.name,
-        pet.categoryId,
-        pet.status ?? null,
-      ])
+      .query<PetRow>(SQL.createKeyed, keyedCreateValues(pet, claim))
       .catch(keyInUse)
     const [row] = rows
     if (row !== undefined) {
