@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { debianProgram } from './debian-program.ts'
@@ -49,10 +50,22 @@ export interface Backend {
  *   gives up first and never sends a request on a connection the instance is closing.
  * - `maxconn 4000`: HAProxy needs about twice as many file descriptors, 8,000, and refuses to
  *   start where it cannot have them.
+ * - `maxconn 100` per instance, `timeout queue 5s`: more requests than that wait in HAProxy's
+ *   queue, not in the instance's accept queue. Node accepts one connection per turn of its
+ *   event loop, so 2,000 connections opened at an instance at once take it seconds to accept,
+ *   and a health probe that arrives behind them waits as long (D20). A request queued 5 s gets
+ *   HAProxy's 503, which the SDK retries.
+ * - `stats socket`: where an operator (and the fleet harness) reads HAProxy's counters, its
+ *   retries and redispatches among them; Debian's default path.
  */
-export function haproxyConfig(listen: string, servers: readonly Backend[]): string {
+export function haproxyConfig(
+  listen: string,
+  servers: readonly Backend[],
+  statsSocket = '/run/haproxy/admin.sock',
+): string {
   return `global
     maxconn 4000
+    stats socket ${statsSocket} mode 660 level admin
 
 defaults
     mode http
@@ -61,6 +74,7 @@ defaults
     timeout server 30s
     timeout http-request 10s
     timeout http-keep-alive 10s
+    timeout queue 5s
     retries 3
     option redispatch 1
     retry-on conn-failure empty-response
@@ -75,15 +89,60 @@ backend petstore
     http-check expect status 200
     http-request disable-l7-retry if !METH_GET !METH_HEAD !{ req.hdr(idempotency-key) -m found }
     timeout check 1s
-    default-server check inter 250ms fall 2 rise 1 pool-purge-delay 5s
+    default-server check inter 250ms fall 2 rise 1 pool-purge-delay 5s maxconn 100
 ${servers.map((s) => `    server ${s.name} ${s.address}`).join('\n')}
 `
+}
+
+/** The backend's counters, from `show stat` on the stats socket (HAProxy's CSV names). */
+export interface BackendStats {
+  /** Requests sent again to the same instance after a failed attempt (wretr). */
+  retries: number
+  /** Requests sent again to another instance (wredis). */
+  redispatches: number
+  /** Answers with a 5xx status, HAProxy's own 503s included (hrsp_5xx). */
+  responses5xx: number
+  /** The most requests that waited in HAProxy's queue at once (qmax). */
+  queueMax: number
 }
 
 export interface HAProxy {
   url: string
   log(): string
+  /** The `petstore` backend's counters since start. */
+  stats(): Promise<BackendStats>
   stop(): Promise<void>
+}
+
+/** Sends one command to HAProxy's stats socket and resolves with its whole answer. */
+function askSocket(path: string, command: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(path)
+    let answer = ''
+    socket.setEncoding('utf8')
+    socket.on('data', (chunk) => {
+      answer += chunk
+    })
+    socket.once('error', reject)
+    socket.once('end', () => resolve(answer))
+    socket.once('connect', () => socket.write(`${command}\n`))
+  })
+}
+
+function backendStats(csv: string): BackendStats {
+  const [header = '', ...rows] = csv.trim().split('\n')
+  const names = header.replace(/^# /, '').split(',')
+  const row = rows
+    .map((line) => line.split(','))
+    .find((f) => f[0] === 'petstore' && f[1] === 'BACKEND')
+  if (row === undefined) throw new Error(`no petstore backend in HAProxy's stats:\n${csv}`)
+  const field = (name: string) => Number(row[names.indexOf(name)] || 0)
+  return {
+    retries: field('wretr'),
+    redispatches: field('wredis'),
+    responses5xx: field('hrsp_5xx'),
+    queueMax: field('qmax'),
+  }
 }
 
 /** Starts HAProxy in the foreground (-db) with haproxyConfig on a free port. */
@@ -93,7 +152,8 @@ export async function startHAProxy(servers: readonly Backend[]): Promise<HAProxy
   const dir = mkdtempSync(join(tmpdir(), 'petstore-haproxy-'))
   const port = await freePort()
   const file = join(dir, 'haproxy.cfg')
-  writeFileSync(file, haproxyConfig(`127.0.0.1:${port}`, servers))
+  const socket = join(dir, 'admin.sock')
+  writeFileSync(file, haproxyConfig(`127.0.0.1:${port}`, servers, socket))
   const child: ChildProcess = spawn(binary, ['-db', '-f', file], {
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -124,5 +184,10 @@ export async function startHAProxy(servers: readonly Backend[]): Promise<HAProxy
     }
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
-  return { url, log: () => log, stop }
+  return {
+    url,
+    log: () => log,
+    stats: async () => backendStats(await askSocket(socket, 'show stat')),
+    stop,
+  }
 }

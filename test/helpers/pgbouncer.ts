@@ -53,6 +53,12 @@ export interface PgBouncer {
   kill(signal?: NodeJS.Signals): Promise<void>
   /** After kill(): starts it again on the same port with the same settings, and waits until it answers. */
   restart(): Promise<void>
+  /**
+   * Points it at another server (a promoted replica) and reloads its configuration (SIGHUP),
+   * as an operator does at a failover: clients keep their connections to PgBouncer, and its
+   * server connections are made again to the new server.
+   */
+  repoint(upstream: { host: string; port: number }): void
   stop(): Promise<void>
 }
 
@@ -137,11 +143,12 @@ async function startOnce(binary: string, options: PgBouncerOptions): Promise<PgB
   const port = await freePort()
   const user = new URL(ADMIN_URL).username || 'postgres'
   writeFileSync(join(dir, 'userlist.txt'), `"${user}" ""\n`)
-  writeFileSync(join(dir, 'pgbouncer.ini'), config(dir, port, options))
+  const ini = join(dir, 'pgbouncer.ini')
+  writeFileSync(ini, config(dir, port, options))
   const asPostgres = ownedByPostgres(dir)
   let stderr = ''
   const spawnPooler = () => {
-    const child = spawn(binary, [...asPostgres, join(dir, 'pgbouncer.ini')], {
+    const child = spawn(binary, [...asPostgres, ini], {
       stdio: ['ignore', 'ignore', 'pipe'],
     })
     child.stderr?.on('data', (chunk) => {
@@ -183,6 +190,10 @@ async function startOnce(binary: string, options: PgBouncerOptions): Promise<PgB
       await kill()
       running = spawnPooler()
       await waitUntilServing(adminUrl, running.child, () => stderr)
+    },
+    repoint(upstream) {
+      writeFileSync(ini, config(dir, port, { ...options, upstream }))
+      running.child.kill('SIGHUP')
     },
     stop,
   }

@@ -8,15 +8,10 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
 import { setTimeout as delay } from 'node:timers/promises'
-import { type Pet, Petstore } from '../../client/src/index.ts'
+import { checkStored, startUsers } from '../helpers/fleet-users.ts'
 import { freePort } from '../helpers/free-port.ts'
 import { type HAProxy, haproxyConfig, haproxySkipReason, startHAProxy } from '../helpers/haproxy.ts'
-import {
-  createTestDatabase,
-  onDatabase,
-  postgresSkipReason,
-  type TestDatabase,
-} from '../helpers/postgres.ts'
+import { createTestDatabase, postgresSkipReason, type TestDatabase } from '../helpers/postgres.ts'
 import { type ServiceProcess, startService } from '../helpers/process.ts'
 import { sharedKey } from './support.ts'
 
@@ -27,44 +22,6 @@ const USERS = 16
 const SETTLE_MS = 700
 
 const skip = (await postgresSkipReason()) ?? haproxySkipReason()
-
-interface Load {
-  /** Ends the users' loops and resolves with what they saw. */
-  stop(): Promise<{ acknowledged: Pet[]; failures: string[]; calls: number }>
-}
-
-/** `USERS` SDK users, each creating a pet, reading it back and paging, until stopped. */
-function startLoad(baseUrl: string, apiKey: string): Load {
-  const petstore = new Petstore({ baseUrl: `${baseUrl}/v1`, apiKey })
-  const acknowledged: Pet[] = []
-  const failures: string[] = []
-  let calls = 0
-  let running = true
-  const user = async (u: number) => {
-    for (let n = 0; running; n++) {
-      const name = `fleet ${u}-${n}`
-      try {
-        calls++
-        const pet = await petstore.pets.create({ name, categoryId: u + 1 })
-        acknowledged.push(pet)
-        calls++
-        assert.deepEqual(await petstore.pets.get(pet.id), pet)
-        calls++
-        await petstore.pets.listPage({ limit: 5 })
-      } catch (err) {
-        failures.push(`${name}: ${err instanceof Error ? err.message : String(err)}`)
-      }
-    }
-  }
-  const users = Promise.all(Array.from({ length: USERS }, (_, u) => user(u)))
-  return {
-    async stop() {
-      running = false
-      await users
-      return { acknowledged, failures, calls }
-    },
-  }
-}
 
 test("README's HAProxy configuration is the one this test runs", () => {
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
@@ -106,7 +63,7 @@ describe('a fleet of three behind HAProxy, under SDK load', { skip }, () => {
   })
 
   test('a rolling restart and a SIGKILL: no call fails, one pet per acknowledged create', async () => {
-    const load = startLoad(balancer.url, key)
+    const users = startUsers({ baseUrl: balancer.url, apiKey: key, users: USERS, prefix: 'fleet ' })
     try {
       await delay(SETTLE_MS)
       for (let i = 0; i < INSTANCES; i++) {
@@ -121,34 +78,20 @@ describe('a fleet of three behind HAProxy, under SDK load', { skip }, () => {
       await delay(SETTLE_MS)
     } finally {
       // The users stop whatever happened above, so that a failed step fails the test, not hangs it.
-      await load.stop()
+      await users.stop()
     }
-    const { acknowledged, failures, calls } = await load.stop()
+    const run = await users.stop()
 
-    assert.deepEqual(failures, [], `${failures.length} of ${calls} calls failed to their caller`)
-    assert.ok(acknowledged.length >= 50, `only ${acknowledged.length} creates were made`)
-    const stored = await onDatabase(db.url, async (client) => {
-      const { rows } = await client.query<{ id: number; name: string; category_id: number }>(
-        `SELECT id::float8 AS id, name, category_id::float8 AS category_id FROM pets WHERE name LIKE 'fleet %'`,
-      )
-      return rows
-    })
-    const byName = new Map<string, number>()
-    for (const row of stored) byName.set(row.name, (byName.get(row.name) ?? 0) + 1)
-    const twice = [...byName].filter(([, count]) => count > 1)
-    assert.deepEqual(twice, [], 'a logical create made more than one pet')
-    const storedById = new Map(stored.map((row) => [row.id, row]))
-    for (const pet of acknowledged) {
-      const row = storedById.get(pet.id)
-      assert.ok(row !== undefined, `acknowledged pet ${pet.id} (${pet.name}) was lost`)
-      assert.deepEqual(
-        { name: row.name, categoryId: row.category_id },
-        {
-          name: pet.name,
-          categoryId: pet.categoryId,
-        },
-      )
-    }
-    assert.equal(stored.length, acknowledged.length, 'a pet no caller was told of was stored')
+    const failures = run.calls.flatMap((c) => (c.failure === undefined ? [] : [c.failure]))
+    assert.deepEqual(
+      failures,
+      [],
+      `${failures.length} of ${run.calls.length} calls failed to their caller`,
+    )
+    assert.ok(run.acknowledged.length >= 50, `only ${run.acknowledged.length} creates were made`)
+    const check = await checkStored(db.url, 'fleet ', run)
+    assert.deepEqual(check.lost, [], 'acknowledged creates lost or stored otherwise')
+    assert.deepEqual(check.twice, [], 'a logical create made more than one pet')
+    assert.equal(check.unacknowledgedStored, 0, 'a pet no caller was told of was stored')
   })
 })

@@ -1,0 +1,147 @@
+// Users of our own SDK for the fleet test and the fleet harness (scripts/fleet): each creates a
+// pet, reads it back and pages, over and over, with the client's default retries and automatic
+// idempotency keys, until stopped. Every call and every retry is recorded with its time, so that
+// a fault's window can be cut out of the run; and what the database holds at the end is checked
+// against what the SDK acknowledged.
+import { deepEqual } from 'node:assert/strict'
+import { type Pet, Petstore } from '../../client/src/index.ts'
+import { onDatabase } from './postgres.ts'
+
+export interface CallRecord {
+  /** performance.now() when the call began and when it settled. */
+  start: number
+  end: number
+  operation: 'create' | 'get' | 'list'
+  /** Undefined when the caller got its answer; else what the caller got instead. */
+  failure?: string
+}
+
+export interface UsersRun {
+  calls: CallRecord[]
+  /** performance.now() of each retry the SDK made (its wait before the attempt). */
+  retries: number[]
+  acknowledged: Pet[]
+  /** Names of creates that failed to their caller: each may or may not have been stored. */
+  unacknowledged: string[]
+}
+
+export interface Users {
+  /** What happened so far (the arrays grow while the users run). */
+  readonly run: UsersRun
+  /** Ends the users' loops (each finishes its call under way) and resolves with the run. */
+  stop(): Promise<UsersRun>
+}
+
+function describeFailure(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err)
+}
+
+/** Names start with `prefix` (e.g. "fleet "), so that the check finds the users' pets. */
+export function startUsers(options: {
+  baseUrl: string
+  apiKey: string
+  users: number
+  prefix: string
+}): Users {
+  const run: UsersRun = { calls: [], retries: [], acknowledged: [], unacknowledged: [] }
+  const petstore = new Petstore({
+    baseUrl: `${options.baseUrl}/v1`,
+    apiKey: options.apiKey,
+    // The SDK's own wait before a retry, counted: each retry waits once.
+    sleep: (ms, signal) => {
+      run.retries.push(performance.now())
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(resolve, ms)
+        signal?.addEventListener('abort', () => {
+          clearTimeout(timer)
+          reject(signal.reason)
+        })
+      })
+    },
+  })
+  let running = true
+  const call = async <T>(operation: CallRecord['operation'], body: () => Promise<T>) => {
+    const record: CallRecord = { start: performance.now(), end: 0, operation }
+    run.calls.push(record)
+    try {
+      return await body()
+    } catch (err) {
+      record.failure = describeFailure(err)
+      throw err
+    } finally {
+      record.end = performance.now()
+    }
+  }
+  const user = async (u: number) => {
+    for (let n = 0; running; n++) {
+      const name = `${options.prefix}${u}-${n}`
+      let pet: Pet
+      try {
+        pet = await call('create', () => petstore.pets.create({ name, categoryId: u + 1 }))
+      } catch {
+        run.unacknowledged.push(name)
+        continue
+      }
+      run.acknowledged.push(pet)
+      try {
+        const read = await call('get', () => petstore.pets.get(pet.id))
+        deepEqual(read, pet, `pet ${pet.id} read back differs from the one created`)
+        await call('list', () => petstore.pets.listPage({ limit: 5 }))
+      } catch {
+        // Recorded in its call; the user goes on with the next pet.
+      }
+    }
+  }
+  const all = Promise.all(Array.from({ length: options.users }, (_, u) => user(u)))
+  return {
+    run,
+    async stop() {
+      running = false
+      await all
+      return run
+    },
+  }
+}
+
+export interface StoredCheck {
+  /** Pets the database holds whose name starts with the prefix. */
+  stored: number
+  /** Acknowledged creates not in the database, or stored otherwise than acknowledged. */
+  lost: string[]
+  /** Names stored more than once: a logical create that made more than one pet. */
+  twice: string[]
+  /** Stored pets no caller was told of (a create that failed to its caller yet was made). */
+  unacknowledgedStored: number
+}
+
+/** Compares the database at `databaseUrl` with what the users were told. */
+export async function checkStored(
+  databaseUrl: string,
+  prefix: string,
+  run: UsersRun,
+): Promise<StoredCheck> {
+  const rows = await onDatabase(databaseUrl, async (client) => {
+    const { rows } = await client.query<{ id: number; name: string; category_id: number }>(
+      `SELECT id::float8 AS id, name, category_id::float8 AS category_id FROM pets WHERE name LIKE $1`,
+      [`${prefix}%`],
+    )
+    return rows
+  })
+  const byName = new Map<string, number>()
+  for (const row of rows) byName.set(row.name, (byName.get(row.name) ?? 0) + 1)
+  const twice = [...byName].filter(([, count]) => count > 1).map(([name]) => name)
+  const byId = new Map(rows.map((row) => [row.id, row]))
+  const lost = run.acknowledged
+    .filter((pet) => {
+      const row = byId.get(pet.id)
+      return row === undefined || row.name !== pet.name || row.category_id !== pet.categoryId
+    })
+    .map((pet) => `${pet.id} (${pet.name})`)
+  const acknowledgedIds = new Set(run.acknowledged.map((pet) => pet.id))
+  return {
+    stored: rows.length,
+    lost,
+    twice,
+    unacknowledgedStored: rows.filter((row) => !acknowledgedIds.has(row.id)).length,
+  }
+}
