@@ -44,11 +44,13 @@ export interface Config {
   /** D14: an Idempotency-Key's record lives this long after the first request (seconds). */
   idempotencyTtlSeconds: number
   /** D17: where Prometheus scrapes `/metrics`, never the API's port; undefined: off. */
-  metrics: MetricsListener | undefined
+  metrics: SideListener | undefined
+  /** D20: where orchestrators probe /healthz and /readyz apart from the API's connections; undefined: off. */
+  probes: SideListener | undefined
 }
 
-/** D17: the metrics listener (METRICS_PORT, METRICS_HOST). */
-export interface MetricsListener {
+/** D17, D20: a listener apart from the API's (METRICS_PORT/METRICS_HOST, PROBE_PORT/PROBE_HOST). */
+export interface SideListener {
   port: number
   host: string
 }
@@ -93,6 +95,7 @@ export const configDefaults = {
   PETSTORE_REQUEST_TIMEOUT_MS: '30000',
   PETSTORE_IDEMPOTENCY_TTL: '86400',
   METRICS_PORT: '9464',
+  PROBE_PORT: 'off',
 } as const
 
 function read(env: Env, name: keyof typeof configDefaults): string {
@@ -264,27 +267,67 @@ function parseConnectionLimits(env: Env): ConnectionLimits {
   return Object.freeze(limits)
 }
 
+/** `<NAME>_PORT` (`off`: undefined) and `<NAME>_HOST` (default: HOST) of a side listener. */
+function sideListener(
+  env: Env,
+  name: 'METRICS' | 'PROBE',
+  api: { host: string },
+): SideListener | undefined {
+  const rawHost = env[`${name}_HOST`]?.trim()
+  // Checked even when off: a bad value stops the start before it is ever used.
+  const sideHost =
+    rawHost === undefined || rawHost === '' ? api.host : host(rawHost, `${name}_HOST`)
+  const raw = read(env, `${name}_PORT`)
+  if (raw.toLowerCase() === 'off') return undefined
+  if (!/^\d+$/.test(raw) || Number(raw) > 65535) {
+    throw new ConfigError(`${name}_PORT must be an integer from 0 to 65535, or off (got "${raw}")`)
+  }
+  return Object.freeze({ port: Number(raw), host: sideHost })
+}
+
 /**
  * D17: METRICS_PORT (`off` disables) and METRICS_HOST (default: HOST). A port of its own, so
  * that metrics are never public by accident with the API; hence never the API's port.
  */
-function parseMetrics(env: Env, api: { port: number; host: string }): MetricsListener | undefined {
-  const rawHost = env.METRICS_HOST?.trim()
-  // Checked even when off: a bad value stops the start before it is ever used.
-  const metricsHost =
-    rawHost === undefined || rawHost === '' ? api.host : host(rawHost, 'METRICS_HOST')
-  const raw = read(env, 'METRICS_PORT')
-  if (raw.toLowerCase() === 'off') return undefined
-  if (!/^\d+$/.test(raw) || Number(raw) > 65535) {
-    throw new ConfigError(`METRICS_PORT must be an integer from 0 to 65535, or off (got "${raw}")`)
-  }
-  const port = Number(raw)
-  if (port !== 0 && port === api.port) {
+function parseMetrics(env: Env, api: { port: number; host: string }): SideListener | undefined {
+  const metrics = sideListener(env, 'METRICS', api)
+  if (metrics !== undefined && metrics.port !== 0 && metrics.port === api.port) {
     throw new ConfigError(
-      `METRICS_PORT must differ from PORT (both ${port}): metrics are never served on the API's port`,
+      `METRICS_PORT must differ from PORT (both ${metrics.port}): metrics are never served on the API's port`,
     )
   }
-  return Object.freeze({ port, host: metricsHost })
+  return metrics
+}
+
+/**
+ * D20: PROBE_PORT (`off`, the default, disables) and PROBE_HOST (default: HOST): /healthz and
+ * /readyz on a listener of their own, which a flood of connections on the API's port does not
+ * hold up. Never the API's port nor the metrics port.
+ */
+function parseProbes(
+  env: Env,
+  api: { port: number; host: string },
+  metrics: SideListener | undefined,
+): SideListener | undefined {
+  const probes = sideListener(env, 'PROBE', api)
+  if (probes === undefined || probes.port === 0) return probes
+  if (probes.port === api.port) {
+    throw new ConfigError(
+      `PROBE_PORT must differ from PORT (both ${probes.port}): probes there would wait behind the API's connections`,
+    )
+  }
+  if (probes.port === metrics?.port) {
+    throw new ConfigError(`PROBE_PORT must differ from METRICS_PORT (both ${probes.port})`)
+  }
+  return probes
+}
+
+function sideListeners(
+  env: Env,
+  api: { port: number; host: string },
+): Pick<Config, 'metrics' | 'probes'> {
+  const metrics = parseMetrics(env, api)
+  return { metrics, probes: parseProbes(env, api, metrics) }
 }
 
 export function loadConfig(env: Env = process.env): Readonly<Config> {
@@ -312,6 +355,6 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       1,
       IDEMPOTENCY_TTL_MAX_SECONDS,
     ),
-    metrics: parseMetrics(env, api),
+    ...sideListeners(env, api),
   })
 }

@@ -1,6 +1,7 @@
-// One instance of the service in this process: the store, the app, its listeners (the API and,
-// unless a cluster primary does it, /metrics), and close() that drains them (D11). A lone
-// `serve` runs one; `serve --workers N` runs one in each worker (cluster.ts).
+// One instance of the service in this process: the store, the app, its listeners (the API;
+// /metrics, unless a cluster primary serves it; the probes, with PROBE_PORT), and close() that
+// drains them (D11). A lone `serve` runs one; `serve --workers N` runs one in each worker
+// (cluster.ts).
 import { buildApp } from './app.ts'
 import type { Config } from './config.ts'
 import { httpServerParts, logAcceptErrors, logDroppedConnections } from './http-server.ts'
@@ -11,7 +12,9 @@ import { answerClusterScrapes, createMetrics } from './metrics.ts'
 import { listenForScrapes, type MetricsServer } from './metrics-server.ts'
 import { securityHeaders } from './plugins/security.ts'
 import { announceInitialKey, prepareStore } from './prepare.ts'
+import { listenForProbes, type ProbeServer } from './probe-server.ts'
 import { MemoryWindowCounter, type WindowCounter } from './rate-limit/counter.ts'
+import { readiness } from './routes/health.ts'
 import { openStore } from './store/open.ts'
 
 type App = Awaited<ReturnType<typeof buildApp>>
@@ -102,35 +105,53 @@ export async function startInstance(
 
   let closing: Promise<void> | undefined
   let metricsServer: MetricsServer | undefined
+  let probeServer: ProbeServer | undefined
+  const closeSideListeners = async () => {
+    await metricsServer?.close()
+    await probeServer?.close()
+  }
   return {
     app,
     listen: async () => {
-      // Both listeners are bound before either is said to listen (Fastify logs "Server
-      // listening" as its own binds): a METRICS_PORT in use stops the start having said nothing,
-      // and a PORT in use closes the metrics listener again.
-      if (metrics !== undefined && config.metrics !== undefined && !options.clusterWorker) {
-        const { registry } = metrics
-        metricsServer = await listenForScrapes(
-          config.metrics,
-          { contentType: registry.contentType, body: () => registry.metrics() },
-          app.log,
-        )
-      }
+      // Every listener is bound before any is said to listen (Fastify logs "Server listening"
+      // as its own binds): a METRICS_PORT or PROBE_PORT in use stops the start having said
+      // nothing, and a PORT in use closes the others again.
       try {
+        if (metrics !== undefined && config.metrics !== undefined && !options.clusterWorker) {
+          const { registry } = metrics
+          metricsServer = await listenForScrapes(
+            config.metrics,
+            { contentType: registry.contentType, body: () => registry.metrics() },
+            app.log,
+          )
+        }
+        if (config.probes !== undefined) {
+          probeServer = await listenForProbes(
+            config.probes,
+            {
+              ready: () => readiness(store, lifecycle, app.log),
+              shedding: () => app.loadShedding.active,
+            },
+            app.log,
+            { ownSocketPerProcess: options.clusterWorker === true },
+          )
+        }
         await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG })
       } catch (err) {
-        await metricsServer?.close()
+        await closeSideListeners()
         throw err
       }
       logAcceptErrors(app.server, app.log)
       metricsServer?.announce()
+      probeServer?.announce()
     },
     close: () => {
       closing ??= (async () => {
         lifecycle.draining = true
         await app.close()
-        // After the drain, so that a scrape during it still sees the figures.
-        await metricsServer?.close()
+        // After the drain, so that a scrape during it still sees the figures and a probe
+        // during it is told 503, not refused.
+        await closeSideListeners()
         await store.close()
         await counter.close()
       })()

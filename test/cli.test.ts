@@ -456,32 +456,34 @@ describe('petstore CLI', () => {
     }
   })
 
-  test('a metrics port serve cannot listen on is one line naming METRICS_PORT, exit 1', async () => {
-    const taken = createServer()
-    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
-    const { port } = taken.address() as AddressInfo
-    try {
-      for (const args of [[], ['--workers', '2']]) {
-        const result = await runCli(['serve', ...args], {
-          ...env,
-          PORT: '0',
-          METRICS_PORT: String(port),
-          LOG_LEVEL: 'info',
-        })
-        assert.equal(result.code, 1, args.join(' '))
-        // Nothing said it listened: the API's port is bound only with the metrics port.
-        assert.doesNotMatch(result.stdout, /listening/i, args.join(' '))
-        const lines = result.stderr.trim().split('\n')
-        assert.equal(lines.length, 1, result.stderr)
-        assert.equal(
-          lines[0],
-          `petstore: cannot listen on 127.0.0.1:${port}: the port is in use (METRICS_PORT)`,
-        )
+  for (const variable of ['METRICS_PORT', 'PROBE_PORT']) {
+    test(`a ${variable} serve cannot listen on is one line naming it, exit 1`, async () => {
+      const taken = createServer()
+      await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+      const { port } = taken.address() as AddressInfo
+      try {
+        for (const args of [[], ['--workers', '2']]) {
+          const result = await runCli(['serve', ...args], {
+            ...env,
+            PORT: '0',
+            [variable]: String(port),
+            LOG_LEVEL: 'info',
+          })
+          assert.equal(result.code, 1, args.join(' '))
+          // Nothing said it listened: the API's port is bound only with the others.
+          assert.doesNotMatch(result.stdout, /listening/i, args.join(' '))
+          const lines = result.stderr.trim().split('\n')
+          assert.equal(lines.length, 1, result.stderr)
+          assert.equal(
+            lines[0],
+            `petstore: cannot listen on 127.0.0.1:${port}: the port is in use (${variable})`,
+          )
+        }
+      } finally {
+        taken.close()
       }
-    } finally {
-      taken.close()
-    }
-  })
+    })
+  }
 
   test("the README's example keys and key IDs have the format the CLI makes", async () => {
     const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')

@@ -318,14 +318,7 @@ describe('METRICS_PORT and METRICS_HOST', () => {
       [{ METRICS_HOST: 'bad host!' }, /^METRICS_HOST must be an IP address/],
       [{ METRICS_HOST: 'bad host!', METRICS_PORT: 'off' }, /^METRICS_HOST must be an IP/],
     ]
-    for (const [env, message] of cases) {
-      assert.throws(
-        () => loadConfig(env),
-        (err: unknown) =>
-          err instanceof ConfigError && message.test(err.message) && !err.message.includes('\n'),
-        JSON.stringify(env),
-      )
-    }
+    assertOneLineErrors(cases)
   })
 })
 
@@ -381,3 +374,45 @@ describe('REDIS_URL', () => {
     }
   })
 })
+
+// PROBE_PORT and PROBE_HOST (D20): probes on a listener of their own, off unless asked.
+
+describe('PROBE_PORT and PROBE_HOST', () => {
+  test('off by default; a port on the API host; PROBE_HOST is taken as given', () => {
+    assert.equal(loadConfig({}).probes, undefined)
+    assert.deepEqual(loadConfig({ PROBE_PORT: ' 8081 ' }).probes, { port: 8081, host: '127.0.0.1' })
+    assert.deepEqual(loadConfig({ HOST: '0.0.0.0', PROBE_PORT: '8081' }).probes, {
+      port: 8081,
+      host: '0.0.0.0',
+    })
+    assert.deepEqual(loadConfig({ PROBE_PORT: '8081', PROBE_HOST: '10.0.0.5' }).probes, {
+      port: 8081,
+      host: '10.0.0.5',
+    })
+    assert.equal(loadConfig({ PROBE_PORT: 'OFF' }).probes, undefined)
+    assert.equal(loadConfig({ PORT: '0', METRICS_PORT: '0', PROBE_PORT: '0' }).probes?.port, 0)
+  })
+
+  test('anything else is one line naming the variable', () => {
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ PROBE_PORT: 'no' }, /^PROBE_PORT must be an integer from 0 to 65535, or off/],
+      [{ PROBE_PORT: '65536' }, /^PROBE_PORT must be an integer/],
+      [{ PORT: '9000', PROBE_PORT: '9000' }, /^PROBE_PORT must differ from PORT/],
+      [{ PROBE_PORT: '9464' }, /^PROBE_PORT must differ from METRICS_PORT/],
+      [{ PROBE_HOST: 'bad host!' }, /^PROBE_HOST must be an IP address/],
+    ]
+    assertOneLineErrors(cases)
+  })
+})
+
+/** Each environment fails loadConfig with one line matching its pattern. */
+function assertOneLineErrors(cases: [Record<string, string>, RegExp][]): void {
+  for (const [env, message] of cases) {
+    assert.throws(
+      () => loadConfig(env),
+      (err: unknown) =>
+        err instanceof ConfigError && message.test(err.message) && !err.message.includes('\n'),
+      JSON.stringify(env),
+    )
+  }
+}

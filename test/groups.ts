@@ -52,6 +52,7 @@ export const ISOLATED = [
   'test/store/sqlite-disk-full.test.ts',
   'test/store/pgbouncer.test.ts',
   'test/cli-pets.test.ts',
+  'test/probe-listener.test.ts',
   'test/rate-limit/fail-open.test.ts',
   'test/store/postgres-disk-full.test.ts',
   'test/readme-engines.test.ts',

@@ -36,7 +36,7 @@ import { type RedisServer, startRedisServer } from '../../test/helpers/redis-ser
 import { requireWrk } from '../bench/load.ts'
 import { type PostgresPair, startPostgresPair } from './postgres-pair.ts'
 import { percentile, probe } from './probe.ts'
-import { type FleetReport, type PhaseReport, renderFleet } from './report.ts'
+import { type FleetReport, type FloodReport, type PhaseReport, renderFleet } from './report.ts'
 
 const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false } } })
 const QUICK = flags.quick
@@ -50,7 +50,7 @@ const OVERLOAD_SECONDS = QUICK ? 4 : 10
 const OVERLOAD_CONNECTIONS = QUICK ? 500 : 2_000
 /** Kubernetes' default probe timeout: a /healthz slower than this counts as failed. */
 const PROBE_TIMEOUT_MS = 1_000
-/** How often each instance's /healthz is probed during the overload. */
+/** How often each probed URL is probed during a flood. */
 const PROBE_EVERY_MS = 100
 /** After full service, calls that began during the fault have this long to settle into its window. */
 const SETTLE_MS = 2_000
@@ -63,6 +63,8 @@ interface Fleet {
   redis: RedisServer
   balancer: HAProxy
   ports: number[]
+  /** Each instance's PROBE_PORT (D20). */
+  probePorts: number[]
   instances: ServiceProcess[]
   /** Every instance process started in the run, replaced ones too: their logs are read at the end. */
   started: ServiceProcess[]
@@ -95,7 +97,9 @@ async function buildFleet(): Promise<Fleet> {
   cleanups.push(() => redis.stop())
   const key = `fleet-${execFileSync('head', ['-c', '24', '/dev/urandom']).toString('hex')}`
   const ports: number[] = []
+  const probePorts: number[] = []
   for (let i = 0; i < INSTANCES; i++) ports.push(await freePort())
+  for (let i = 0; i < INSTANCES; i++) probePorts.push(await freePort())
   const started: ServiceProcess[] = []
   const startOne = (i: number) =>
     startService(
@@ -107,6 +111,7 @@ async function buildFleet(): Promise<Fleet> {
         PETSTORE_RATE_LIMIT: '1000000',
         PETSTORE_API_KEYS: key,
         PORT: String(ports[i]),
+        PROBE_PORT: String(probePorts[i]),
         // Load shedding as shipped (D16); the tests' services run without it.
         PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '200',
         LOG_LEVEL: 'warn',
@@ -126,7 +131,7 @@ async function buildFleet(): Promise<Fleet> {
     ports.map((port, i) => ({ name: `petstore${i + 1}`, address: `127.0.0.1:${port}` })),
   )
   cleanups.push(() => balancer.stop())
-  return { pair, pgbouncer, redis, balancer, ports, instances, started, key, start }
+  return { pair, pgbouncer, redis, balancer, ports, probePorts, instances, started, key, start }
 }
 
 async function sql(url: string, statement: string): Promise<void> {
@@ -278,15 +283,20 @@ const faults: Fault[] = [
   },
 ]
 
-interface OverloadFigures {
-  connections: number
-  seconds: number
-  wrk: string
-  healthz: { count: number; failed: number; p50: number; p99: number; max: number }
+/** Where a flood's probes go: a label for the report and the URLs probed in turn. */
+interface ProbeTarget {
+  label: string
+  urls: string[]
+  /** Whether its p99 must stay within PROBE_TIMEOUT_MS for the run to hold. */
+  mustHold: boolean
 }
 
-/** 2,000 extra connections through the balancer while each instance's /healthz is probed. */
-async function overload(fleet: Fleet): Promise<OverloadFigures> {
+/**
+ * OVERLOAD_CONNECTIONS extra connections (wrk, GET /v1/pets?limit=20) at `target` for
+ * OVERLOAD_SECONDS while every URL of every probe target is probed on fresh connections, one
+ * probe every PROBE_EVERY_MS whether or not the one before has answered, as an orchestrator's are.
+ */
+async function flood(fleet: Fleet, name: string, target: string, probed: ProbeTarget[]) {
   const wrk = spawn(
     requireWrk(),
     [
@@ -297,7 +307,7 @@ async function overload(fleet: Fleet): Promise<OverloadFigures> {
       '10s',
       '-H',
       `Authorization: Bearer ${fleet.key}`,
-      `${fleet.balancer.url}/v1/pets?limit=20`,
+      `${target}/v1/pets?limit=20`,
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   )
@@ -310,36 +320,40 @@ async function overload(fleet: Fleet): Promise<OverloadFigures> {
   void finished.then(() => {
     running = false
   })
-  const times: number[] = []
-  let failed = 0
-  const probes: Promise<void>[] = []
-  const prober = async (port: number) => {
-    // Probing begins once wrk holds its connections and ends with it; one probe every
-    // PROBE_EVERY_MS whether or not the one before has answered, as an orchestrator's are.
+  const pending: Promise<void>[] = []
+  const probeEvery = async (url: string, times: number[], failed: { count: number }) => {
+    // Probing begins once wrk holds its connections and ends with it.
     await delay(500)
     while (running) {
-      probes.push(
-        probe(`http://127.0.0.1:${port}/healthz`, 5_000).then((answer) => {
-          if (answer.status !== 200 || answer.ms > PROBE_TIMEOUT_MS) failed++
+      pending.push(
+        probe(url, 5_000).then((answer) => {
+          if (answer.status !== 200 || answer.ms > PROBE_TIMEOUT_MS) failed.count++
           times.push(answer.ms)
         }),
       )
       await delay(PROBE_EVERY_MS)
     }
   }
-  await Promise.all([finished, ...fleet.ports.map(prober)])
-  await Promise.all(probes)
+  const samples = probed.map((t) => ({ target: t, times: [] as number[], failed: { count: 0 } }))
+  await Promise.all([
+    finished,
+    ...samples.flatMap((s) => s.target.urls.map((url) => probeEvery(url, s.times, s.failed))),
+  ])
+  await Promise.all(pending)
   return {
+    name,
     connections: OVERLOAD_CONNECTIONS,
     seconds: OVERLOAD_SECONDS,
     wrk: output.trim(),
-    healthz: {
+    probes: samples.map(({ target, times, failed }) => ({
+      label: target.label,
+      mustHold: target.mustHold,
       count: times.length,
-      failed,
+      failed: failed.count,
       p50: percentile(times, 50),
       p99: percentile(times, 99),
       max: Math.max(...times),
-    },
+    })),
   }
 }
 
@@ -403,7 +417,7 @@ async function main(): Promise<number> {
     prefix: 'fleet ',
   })
   const phases: PhaseReport[] = []
-  let overloadFigures: OverloadFigures | undefined
+  const floods: FloodReport[] = []
   try {
     const runPhase = async (
       name: string,
@@ -411,6 +425,7 @@ async function main(): Promise<number> {
       act: () => Promise<string[]>,
     ): Promise<PhaseReport> => {
       console.log(`${name}…`)
+      await fleet.balancer.clearMaxima()
       const before = await fleet.balancer.stats()
       const start = performance.now()
       const notes = await act()
@@ -439,9 +454,36 @@ async function main(): Promise<number> {
     for (const fault of faults) await runPhase(fault.name, fault.what, () => fault.act(fleet))
     await runPhase(
       'Overload',
-      `${OVERLOAD_CONNECTIONS} extra connections through the balancer for ${OVERLOAD_SECONDS} s (wrk, GET /v1/pets?limit=20)`,
+      `${OVERLOAD_CONNECTIONS.toLocaleString('en-US')} extra connections through the balancer for ${OVERLOAD_SECONDS} s (wrk, GET /v1/pets?limit=20)`,
       async () => {
-        overloadFigures = await overload(fleet)
+        const healthz = fleet.ports.map((port) => `http://127.0.0.1:${port}/healthz`)
+        floods.push(
+          await flood(fleet, 'Overload, through the balancer', fleet.balancer.url, [
+            { label: "every instance's `/healthz` on its API port", urls: healthz, mustHold: true },
+          ]),
+        )
+        return []
+      },
+    )
+    await runPhase(
+      'Flood on one instance',
+      `${OVERLOAD_CONNECTIONS.toLocaleString('en-US')} connections straight at instance 1's API port for ${OVERLOAD_SECONDS} s, as a Kubernetes Service would send them (no balancer's cap)`,
+      async () => {
+        const [api, probes] = [fleet.ports[0], fleet.probePorts[0]]
+        floods.push(
+          await flood(fleet, 'Flood on one instance', `http://127.0.0.1:${api}`, [
+            {
+              label: 'its `/healthz` on the API port',
+              urls: [`http://127.0.0.1:${api}/healthz`],
+              mustHold: false,
+            },
+            {
+              label: 'its `/healthz` on `PROBE_PORT`',
+              urls: [`http://127.0.0.1:${probes}/healthz`],
+              mustHold: true,
+            },
+          ]),
+        )
         return []
       },
     )
@@ -458,7 +500,7 @@ async function main(): Promise<number> {
     versions: versions(),
     setup: { instances: INSTANCES, workers: WORKERS, users: USERS },
     phases,
-    ...(overloadFigures ? { overload: overloadFigures } : {}),
+    floods,
     totals: {
       calls: users.run.calls.length,
       failures: users.run.calls.filter((c) => c.failure !== undefined).length,

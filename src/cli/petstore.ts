@@ -5,12 +5,12 @@
 // a key that does not exist, an API call that failed); 2 it was called wrongly. Either failure is one line on stderr;
 // only `petstore` alone and --help print a usage text.
 import { readFile } from 'node:fs/promises'
-import { createServer, isIP } from 'node:net'
+import { createServer, isIP, type ListenOptions } from 'node:net'
 import { availableParallelism } from 'node:os'
-import { type Config, ConfigError, loadConfig } from '../config.ts'
+import { type Config, ConfigError, loadConfig, type SideListener } from '../config.ts'
 import { issueApiKey } from '../keys/issue.ts'
-import type { MetricsListenError } from '../metrics-server.ts'
 import { type BackupSummary, backupSqliteDatabase } from '../operations/backup.ts'
+import type { SideListenError } from '../side-listener.ts'
 import { openStore } from '../store/open.ts'
 import { type Store, StoreOpenError, StoreUnavailableError } from '../store/store.ts'
 import { type CliIo, processIo } from './io.ts'
@@ -103,11 +103,11 @@ type Run = (config: Readonly<Config>, io: CliIo) => Promise<void>
  * modules only where used saves nothing measurable: ~0.01 s.)
  */
 async function serveCommand(args: string[]): Promise<Run> {
-  const [{ serve }, { MAX_WORKERS, serveCluster }, { MetricsListenError }, { default: cluster }] =
+  const [{ serve }, { MAX_WORKERS, serveCluster }, { SideListenError }, { default: cluster }] =
     await Promise.all([
       import('../server.ts'),
       import('../cluster.ts'),
-      import('../metrics-server.ts'),
+      import('../side-listener.ts'),
       import('node:cluster'),
     ])
   const { values } = parse({ args, options: { workers: { type: 'string' } } })
@@ -134,10 +134,13 @@ async function serveCommand(args: string[]): Promise<Run> {
           '--workers needs a database its processes share; sqlite::memory: lives inside one process',
         )
       }
-      if (cluster.isPrimary) await checkListen(config)
+      if (cluster.isPrimary) {
+        await checkListen(config)
+        await checkProbeListen(config.probes, SideListenError)
+      }
       await serveCluster(config, workers)
     } catch (err) {
-      const failure = listenFailure(err, config, MetricsListenError)
+      const failure = listenFailure(err, config, SideListenError)
       throw failure === undefined ? err : new CommandError(failure)
     }
   }
@@ -146,22 +149,22 @@ async function serveCommand(args: string[]): Promise<Run> {
 /**
  * Why the service cannot listen on HOST:PORT, as one line naming the variable to change, or
  * undefined for another error. Known by the error's code, from the system (listen, bind) or the
- * resolver (getaddrinfo). `metricsError` is the metrics listener's error class (loaded by serve).
+ * resolver (getaddrinfo). `sideError` is the side listeners' error class (loaded by serve).
  */
 function listenFailure(
   err: unknown,
   config: Pick<Config, 'host' | 'port'>,
-  metricsError: typeof MetricsListenError,
+  sideError: typeof SideListenError,
 ): string | undefined {
-  // D17: the metrics listener's failure names its own variables.
-  const metrics = err instanceof metricsError
-  const cause = metrics ? err.cause : err
-  const where = metrics ? err.listener : config
+  // D17, D20: a side listener's failure names its own variables (METRICS_PORT, PROBE_HOST, …).
+  const side = err instanceof sideError ? err : undefined
+  const cause = side ? side.cause : err
+  const where = side ? side.listener : config
   const code = cause instanceof Error && 'code' in cause ? String(cause.code) : ''
   const reason = LISTEN_FAILURES[code]
   if (reason === undefined) return undefined
   const host = isIP(where.host) === 6 ? `[${where.host}]` : where.host
-  const named = metrics ? reason.replace(/\((HOST|PORT)\)$/, '(METRICS_$1)') : reason
+  const named = side ? reason.replace(/\((HOST|PORT)\)$/, `(${side.settings}_$1)`) : reason
   return `cannot listen on ${host}:${where.port}: ${named}`
 }
 
@@ -184,10 +187,31 @@ const LISTEN_FAILURES: Partial<Record<string, string>> = {
  * as the METRICS_HOST that defaults to it.
  */
 async function checkListen(config: Pick<Config, 'host' | 'port'>): Promise<void> {
+  await bindAndRelease({ host: config.host, port: config.port, exclusive: true })
+}
+
+/**
+ * Under --workers, PROBE_HOST:PROBE_PORT too: each worker binds it itself (D20), so its failure
+ * would otherwise be each worker's. With SO_REUSEPORT, as the workers bind it, so that the
+ * draining workers of a primary that was killed do not keep a new one from starting.
+ */
+async function checkProbeListen(
+  probes: SideListener | undefined,
+  sideError: typeof SideListenError,
+): Promise<void> {
+  if (probes === undefined || process.platform !== 'linux') return
+  try {
+    await bindAndRelease({ ...probes, exclusive: true, reusePort: true })
+  } catch (err) {
+    throw new sideError('PROBE', probes, err)
+  }
+}
+
+async function bindAndRelease(options: ListenOptions): Promise<void> {
   const server = createServer()
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
-    server.listen({ host: config.host, port: config.port, exclusive: true }, resolve)
+    server.listen(options, resolve)
   })
   await new Promise<void>((resolve) => server.close(() => resolve()))
 }

@@ -60,6 +60,12 @@ export function sampleIntervalMs(maxEventLoopDelayMs: number): number {
 }
 /** The earliest the decision can change is the next sample, so clients are told the minimum. */
 const RETRY_AFTER_SECONDS = 1
+
+/** A shed request's 503: its Retry-After (seconds) and message; also the probe listener's (D20). */
+export const SHED_ANSWER = {
+  retryAfter: String(RETRY_AFTER_SECONDS),
+  message: `the service is overloaded; retry after ${RETRY_AFTER_SECONDS} s`,
+} as const
 /** A shedding episode ends, for the log, once nothing was shed for this long. */
 const QUIET_MS = 5_000
 /** How often a running episode looks whether it has been quiet long enough. */
@@ -158,11 +164,8 @@ export const loadShedding = fp<LoadSheddingOptions>(
           'load shedding: the event loop is behind; requests get 503 until it catches up',
         )
       }
-      reply.code(503).header('retry-after', String(RETRY_AFTER_SECONDS))
-      return errorBody(
-        'unavailable',
-        `the service is overloaded; retry after ${RETRY_AFTER_SECONDS} s`,
-      )
+      reply.code(503).header('retry-after', SHED_ANSWER.retryAfter)
+      return errorBody('unavailable', SHED_ANSWER.message)
     }
 
     app.addHook('onClose', (_app, done) => {

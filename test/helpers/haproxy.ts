@@ -109,8 +109,10 @@ export interface BackendStats {
 export interface HAProxy {
   url: string
   log(): string
-  /** The `petstore` backend's counters since start. */
+  /** The `petstore` backend's counters since start (its maxima since clearMaxima()). */
   stats(): Promise<BackendStats>
+  /** Starts the maxima (qmax and the like) afresh; totals keep counting. */
+  clearMaxima(): Promise<void>
   stop(): Promise<void>
 }
 
@@ -188,6 +190,9 @@ export async function startHAProxy(servers: readonly Backend[]): Promise<HAProxy
     url,
     log: () => log,
     stats: async () => backendStats(await askSocket(socket, 'show stat')),
+    clearMaxima: async () => {
+      await askSocket(socket, 'clear counters')
+    },
     stop,
   }
 }
