@@ -280,7 +280,13 @@ function sideListener(
   const raw = read(env, `${name}_PORT`)
   if (raw.toLowerCase() === 'off') return undefined
   if (!/^\d+$/.test(raw) || Number(raw) > 65535) {
-    throw new ConfigError(`${name}_PORT must be an integer from 0 to 65535, or off (got "${raw}")`)
+    // Kubernetes sets <NAME>_PORT=tcp://… in pods for a Service named like the variable.
+    const hint = raw.startsWith('tcp://')
+      ? ` (Kubernetes sets this for a Service named ${name.toLowerCase()}: set ${name}_PORT, or enableServiceLinks: false)`
+      : ''
+    throw new ConfigError(
+      `${name}_PORT must be an integer from 0 to 65535, or off (got "${raw}")${hint}`,
+    )
   }
   return Object.freeze({ port: Number(raw), host: sideHost })
 }

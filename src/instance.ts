@@ -14,7 +14,7 @@ import { securityHeaders } from './plugins/security.ts'
 import { announceInitialKey, prepareStore } from './prepare.ts'
 import { listenForProbes, type ProbeServer } from './probe-server.ts'
 import { MemoryWindowCounter, type WindowCounter } from './rate-limit/counter.ts'
-import { readiness } from './routes/health.ts'
+import { readiness, STARTING } from './routes/health.ts'
 import { openStore } from './store/open.ts'
 
 type App = Awaited<ReturnType<typeof buildApp>>
@@ -129,8 +129,13 @@ export async function startInstance(
           probeServer = await listenForProbes(
             config.probes,
             {
-              ready: () => readiness(store, lifecycle, app.log),
-              shedding: () => app.loadShedding.active,
+              // Bound before the API's port: not ready until that listens too.
+              ready: () =>
+                app.server.listening
+                  ? readiness(store, lifecycle, app.log)
+                  : Promise.resolve(STARTING),
+              // A draining instance says so rather than that it is overloaded.
+              shedding: () => !lifecycle.draining && app.loadShedding.active,
             },
             app.log,
             { ownSocketPerProcess: options.clusterWorker === true },

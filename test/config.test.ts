@@ -397,6 +397,7 @@ describe('PROBE_PORT and PROBE_HOST', () => {
     const cases: [Record<string, string>, RegExp][] = [
       [{ PROBE_PORT: 'no' }, /^PROBE_PORT must be an integer from 0 to 65535, or off/],
       [{ PROBE_PORT: '65536' }, /^PROBE_PORT must be an integer/],
+      [{ PROBE_PORT: 'tcp://10.0.0.7:80' }, /Kubernetes sets this for a Service named probe/],
       [{ PORT: '9000', PROBE_PORT: '9000' }, /^PROBE_PORT must differ from PORT/],
       [{ PROBE_PORT: '9464' }, /^PROBE_PORT must differ from METRICS_PORT/],
       [{ PROBE_HOST: 'bad host!' }, /^PROBE_HOST must be an IP address/],

@@ -16,7 +16,7 @@ import { Client } from 'pg'
 import { freePort } from '../../test/helpers/free-port.ts'
 
 /** Debian's PostgreSQL 15 server programs, unless PETSTORE_PG_BIN names another folder. */
-const PG_BIN = process.env.PETSTORE_PG_BIN ?? '/usr/lib/postgresql/15/bin'
+export const PG_BIN = process.env.PETSTORE_PG_BIN ?? '/usr/lib/postgresql/15/bin'
 
 /** The standby's name, as the primary's synchronous_standby_names lists it. */
 const STANDBY_NAME = 'replica1'
@@ -108,14 +108,31 @@ async function query<T extends object>(url: string, sql: string): Promise<T[]> {
   }
 }
 
-export async function startPostgresPair(): Promise<PostgresPair> {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-fleet-pg-'))
-  ownByPostgres(dir)
-  const primaryDir = join(dir, 'primary')
-  const replicaDir = join(dir, 'replica')
-  const primary = server(await freePort())
-  const replica = server(await freePort())
+async function replicaSyncState(primary: Server): Promise<string | undefined> {
+  const rows = await query<{ sync_state: string }>(
+    primary.url(),
+    `SELECT sync_state FROM pg_stat_replication WHERE application_name = '${STANDBY_NAME}'`,
+  )
+  return rows[0]?.sync_state
+}
 
+/** Stops the server in `data` at once (`-m immediate`); nothing if it is not running. */
+function stopServer(data: string): void {
+  try {
+    pg('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop'])
+  } catch {
+    // Not running.
+  }
+}
+
+/** initdb, the primary started, the base backup, the replica started and synchronous. */
+async function initialise(
+  dir: string,
+  primaryDir: string,
+  replicaDir: string,
+  primary: Server,
+  replica: Server,
+): Promise<void> {
   pg('initdb', ['-D', primaryDir, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'])
   const conf = join(primaryDir, 'postgresql.auto.conf')
   writeFileSync(conf, primaryConf(primary.port))
@@ -144,28 +161,33 @@ export async function startPostgresPair(): Promise<PostgresPair> {
   pg('pg_ctl', ['-D', replicaDir, '-l', join(dir, 'replica.log'), '-w', 'start'])
   await waitForQuery(replica.url(), 'SELECT 1')
 
-  const syncState = async () => {
-    const rows = await query<{ sync_state: string }>(
-      primary.url(),
-      `SELECT sync_state FROM pg_stat_replication WHERE application_name = '${STANDBY_NAME}'`,
-    )
-    return rows[0]?.sync_state
-  }
   const deadline = Date.now() + 20_000
-  while ((await syncState()) !== 'sync') {
+  while ((await replicaSyncState(primary)) !== 'sync') {
     if (Date.now() > deadline) throw new Error('the replica did not become synchronous')
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
+}
+
+export async function startPostgresPair(): Promise<PostgresPair> {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-fleet-pg-'))
+  ownByPostgres(dir)
+  const primaryDir = join(dir, 'primary')
+  const replicaDir = join(dir, 'replica')
+  const primary = server(await freePort())
+  const replica = server(await freePort())
+
+  try {
+    await initialise(dir, primaryDir, replicaDir, primary, replica)
+  } catch (err) {
+    // Whatever started is stopped; nothing is left behind.
+    for (const data of [replicaDir, primaryDir]) stopServer(data)
+    rmSync(dir, { recursive: true, force: true })
+    throw err
+  }
+  const syncState = () => replicaSyncState(primary)
 
   let primaryRunning = true
   let replicaRunning = true
-  const stopServer = (data: string) => {
-    try {
-      pg('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop'])
-    } catch {
-      // Already stopped.
-    }
-  }
   return {
     primary,
     replica,

@@ -87,7 +87,8 @@ function wrkSummary(wrk: string): string {
 }
 
 export function renderFleet(report: FleetReport): { markdown: string; held: boolean } {
-  const holds: Array<[string, boolean, string]> = []
+  /** What must hold, whether it did ('stated': a figure the run reports, not a bar), the detail. */
+  const holds: Array<[string, boolean | 'stated', string]> = []
   const lost = report.users.lost.length + report.canary.lost.length
   holds.push([
     'No acknowledged create lost',
@@ -110,8 +111,8 @@ export function renderFleet(report: FleetReport): { markdown: string; held: bool
   const failover = report.phases.find((p) => p.name === 'PostgreSQL failover')
   if (failover) {
     holds.push([
-      'Failover: only calls whose retries were shorter than the outage failed',
-      true,
+      'Failover: calls may fail only where their retries are shorter than the outage; how many, and how long it was',
+      'stated',
       `${failover.failures} of ${n(failover.calls)} calls failed; full service ${ms(failover.recoveredMs)} after the primary stopped${failover.lastFailureMs === undefined ? '' : `; the last failure ended ${ms(failover.lastFailureMs)} after it`}`,
     ])
   }
@@ -134,7 +135,7 @@ export function renderFleet(report: FleetReport): { markdown: string; held: bool
           .map((line) => `\`${line.slice(0, 200)}\``)
           .join('<br>'),
   ])
-  const held = holds.every(([, ok]) => ok)
+  const held = holds.every(([, ok]) => ok !== false)
 
   const lines: string[] = []
   lines.push('# The fleet, through its faults')
@@ -169,7 +170,7 @@ export function renderFleet(report: FleetReport): { markdown: string; held: bool
   lines.push('| | Held | |')
   lines.push('|---|---|---|')
   for (const [what, ok, detail] of holds)
-    lines.push(`| ${what} | ${ok ? 'yes' : '**no**'} | ${detail} |`)
+    lines.push(`| ${what} | ${ok === 'stated' ? 'stated' : ok ? 'yes' : '**no**'} | ${detail} |`)
   lines.push('')
   lines.push('## Each fault')
   lines.push('')
@@ -197,7 +198,7 @@ export function renderFleet(report: FleetReport): { markdown: string; held: bool
     lines.push('## Overload')
     lines.push('')
     lines.push(
-      `Probes on fresh connections every 100 ms per URL, as an orchestrator's liveness probes are, sent straight to the instances. A probe over ${report.probeTimeoutMs} ms (Kubernetes' default timeout) counts as failed; one that never answered counts 5 s.`,
+      `Probes on fresh connections every 100 ms per URL, as an orchestrator's liveness probes are, sent straight to the instances. A probe over ${report.probeTimeoutMs} ms (Kubernetes' default timeout) counts as failed; one refused, reset or never answered counts 5 s.`,
     )
     lines.push('')
     lines.push('| Flood | Probed | Probes | p50 | p99 | max | over 1 s or failed |')

@@ -24,6 +24,7 @@ import { once } from 'node:events'
 import { writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { cpus, totalmem } from 'node:os'
+import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { Petstore } from '../../client/src/index.ts'
@@ -33,8 +34,8 @@ import { type BackendStats, type HAProxy, startHAProxy } from '../../test/helper
 import { type PgBouncer, startPgBouncer } from '../../test/helpers/pgbouncer.ts'
 import { type ServiceProcess, startService } from '../../test/helpers/process.ts'
 import { type RedisServer, startRedisServer } from '../../test/helpers/redis-server.ts'
-import { requireWrk } from '../bench/load.ts'
-import { type PostgresPair, startPostgresPair } from './postgres-pair.ts'
+import { requireWrk, wrkVersion } from '../bench/load.ts'
+import { PG_BIN, type PostgresPair, startPostgresPair } from './postgres-pair.ts'
 import { percentile, probe } from './probe.ts'
 import { type FleetReport, type FloodReport, type PhaseReport, renderFleet } from './report.ts'
 
@@ -50,6 +51,8 @@ const OVERLOAD_SECONDS = QUICK ? 4 : 10
 const OVERLOAD_CONNECTIONS = QUICK ? 500 : 2_000
 /** Kubernetes' default probe timeout: a /healthz slower than this counts as failed. */
 const PROBE_TIMEOUT_MS = 1_000
+/** A probe gives up after this; one that got no answer at all counts as this long. */
+const NO_ANSWER_MS = 5_000
 /** How often each probed URL is probed during a flood. */
 const PROBE_EVERY_MS = 100
 /** After full service, calls that began during the fault have this long to settle into its window. */
@@ -326,9 +329,10 @@ async function flood(fleet: Fleet, name: string, target: string, probed: ProbeTa
     await delay(500)
     while (running) {
       pending.push(
-        probe(url, 5_000).then((answer) => {
+        probe(url, NO_ANSWER_MS).then((answer) => {
           if (answer.status !== 200 || answer.ms > PROBE_TIMEOUT_MS) failed.count++
-          times.push(answer.ms)
+          // Refused or reset counts as never answered, not as fast.
+          times.push(answer.status === undefined ? NO_ANSWER_MS : answer.ms)
         }),
       )
       await delay(PROBE_EVERY_MS)
@@ -397,11 +401,11 @@ function versions(): Record<string, string> {
   }
   return {
     node: process.version,
-    postgres: first('/usr/lib/postgresql/15/bin/postgres', ['--version']),
+    postgres: first(join(PG_BIN, 'postgres'), ['--version']),
     pgbouncer: first('pgbouncer', ['--version']),
     redis: first('redis-server', ['--version']),
     haproxy: first('haproxy', ['-v']),
-    wrk: first('wrk', ['-v']).replace(/ Copyright.*/, ''),
+    wrk: wrkVersion(),
   }
 }
 

@@ -103,13 +103,19 @@ type Run = (config: Readonly<Config>, io: CliIo) => Promise<void>
  * modules only where used saves nothing measurable: ~0.01 s.)
  */
 async function serveCommand(args: string[]): Promise<Run> {
-  const [{ serve }, { MAX_WORKERS, serveCluster }, { SideListenError }, { default: cluster }] =
-    await Promise.all([
-      import('../server.ts'),
-      import('../cluster.ts'),
-      import('../side-listener.ts'),
-      import('node:cluster'),
-    ])
+  const [
+    { serve },
+    { MAX_WORKERS, serveCluster },
+    { SideListenError },
+    { DRAIN_MS },
+    { default: cluster },
+  ] = await Promise.all([
+    import('../server.ts'),
+    import('../cluster.ts'),
+    import('../side-listener.ts'),
+    import('../shutdown.ts'),
+    import('node:cluster'),
+  ])
   const { values } = parse({ args, options: { workers: { type: 'string' } } })
   const raw = values.workers?.trim()
   let workers: number | undefined
@@ -136,7 +142,7 @@ async function serveCommand(args: string[]): Promise<Run> {
       }
       if (cluster.isPrimary) {
         await checkListen(config)
-        await checkProbeListen(config.probes, SideListenError)
+        await checkProbeListen(config.probes, SideListenError, DRAIN_MS + 2_000)
       }
       await serveCluster(config, workers)
     } catch (err) {
@@ -191,19 +197,35 @@ async function checkListen(config: Pick<Config, 'host' | 'port'>): Promise<void>
 }
 
 /**
- * Under --workers, PROBE_HOST:PROBE_PORT too: each worker binds it itself (D20), so its failure
- * would otherwise be each worker's. With SO_REUSEPORT, as the workers bind it, so that the
- * draining workers of a primary that was killed do not keep a new one from starting.
+ * Under --workers, PROBE_HOST:PROBE_PORT too: each worker binds it itself with SO_REUSEPORT
+ * (D20), and would silently share it with any process of this user that holds it so. So the
+ * primary binds it alone first. Held without SO_REUSEPORT (another program), the start fails
+ * at once with one line naming PROBE_PORT. Held with it, the holder is most likely the draining
+ * workers of a primary that was killed, which let go once drained: it is tried again until
+ * `waitMs` has passed, then fails the same way.
  */
 async function checkProbeListen(
   probes: SideListener | undefined,
   sideError: typeof SideListenError,
+  waitMs: number,
 ): Promise<void> {
   if (probes === undefined || process.platform !== 'linux') return
-  try {
-    await bindAndRelease({ ...probes, exclusive: true, reusePort: true })
-  } catch (err) {
-    throw new sideError('PROBE', probes, err)
+  const deadline = performance.now() + waitMs
+  for (;;) {
+    try {
+      await bindAndRelease({ ...probes, exclusive: true })
+      return
+    } catch (err) {
+      const inUse = err instanceof Error && 'code' in err && err.code === 'EADDRINUSE'
+      const sharable =
+        inUse &&
+        (await bindAndRelease({ ...probes, exclusive: true, reusePort: true }).then(
+          () => true,
+          () => false,
+        ))
+      if (!sharable || performance.now() > deadline) throw new sideError('PROBE', probes, err)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
   }
 }
 

@@ -100,12 +100,16 @@ export const loadShedding = fp<LoadSheddingOptions>(
     const interval = sampleIntervalMs(maxEventLoopDelayMs)
     const gauge =
       maxEventLoopDelayMs > 0 ? await loopGauge(app, maxEventLoopDelayMs, interval) : undefined
+    // Starting (loading and compiling code, migrations) stalls the loop once, which is not
+    // overload: without this, the first samples would shed an instance's first requests. The
+    // verdicts count once a whole sample has been taken after the app was ready.
+    let armedAt = Number.POSITIVE_INFINITY
     app.decorate('loadShedding', {
       get shed() {
         return shed
       },
       get active() {
-        return gauge?.isUnderPressure() ?? false
+        return performance.now() >= armedAt && (gauge?.isUnderPressure() ?? false)
       },
       get eventLoopDelayMs() {
         return gauge?.memoryUsage().eventLoopDelay ?? 0
@@ -115,10 +119,6 @@ export const loadShedding = fp<LoadSheddingOptions>(
     if (gauge === undefined) return
 
     const exemptUrls = new Set(exempt)
-    // Starting (loading and compiling code, migrations) stalls the loop once, which is not
-    // overload: without this, the first samples would shed an instance's first requests. The
-    // verdicts count once a whole sample has been taken after the app was ready.
-    let armedAt = Number.POSITIVE_INFINITY
     app.addHook('onReady', (done) => {
       armedAt = performance.now() + 2 * interval
       done()

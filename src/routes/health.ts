@@ -29,6 +29,9 @@ function unavailable(retryAfter: string, message: string): ProbeAnswer {
   return { statusCode: 503, retryAfter, body: errorBody('unavailable', message) }
 }
 
+/** Before the API's port listens: the probe listener (D20) is bound first. */
+export const STARTING: ProbeAnswer = unavailable('1', 'the service is starting')
+
 /** Whether this process should be sent requests now (D1, D11, D16). */
 export async function readiness(
   store: Store,

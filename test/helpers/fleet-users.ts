@@ -52,10 +52,14 @@ export function startUsers(options: {
       run.retries.push(performance.now())
       return new Promise((resolve, reject) => {
         const timer = setTimeout(resolve, ms)
-        signal?.addEventListener('abort', () => {
-          clearTimeout(timer)
-          reject(signal.reason)
-        })
+        signal?.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(timer)
+            reject(signal.reason)
+          },
+          { once: true },
+        )
       })
     },
   })
@@ -84,8 +88,10 @@ export function startUsers(options: {
       }
       run.acknowledged.push(pet)
       try {
-        const read = await call('get', () => petstore.pets.get(pet.id))
-        deepEqual(read, pet, `pet ${pet.id} read back differs from the one created`)
+        await call('get', async () => {
+          const read = await petstore.pets.get(pet.id)
+          deepEqual(read, pet, `pet ${pet.id} read back differs from the one created`)
+        })
         await call('list', () => petstore.pets.listPage({ limit: 5 }))
       } catch {
         // Recorded in its call; the user goes on with the next pet.

@@ -125,6 +125,7 @@ function askSocket(path: string, command: string): Promise<string> {
     socket.on('data', (chunk) => {
       answer += chunk
     })
+    socket.setTimeout(5_000, () => socket.destroy(new Error(`no answer to "${command}"`)))
     socket.once('error', reject)
     socket.once('end', () => resolve(answer))
     socket.once('connect', () => socket.write(`${command}\n`))
@@ -138,7 +139,11 @@ function backendStats(csv: string): BackendStats {
     .map((line) => line.split(','))
     .find((f) => f[0] === 'petstore' && f[1] === 'BACKEND')
   if (row === undefined) throw new Error(`no petstore backend in HAProxy's stats:\n${csv}`)
-  const field = (name: string) => Number(row[names.indexOf(name)] || 0)
+  const field = (name: string) => {
+    const at = names.indexOf(name)
+    if (at < 0) throw new Error(`HAProxy's stats have no ${name} column`)
+    return Number(row[at] || 0)
+  }
   return {
     retries: field('wretr'),
     redispatches: field('wredis'),
