@@ -4,7 +4,7 @@
 //
 //   npm run openapi
 import { writeFile } from 'node:fs/promises'
-import { buildApp } from '../src/app.ts'
+import { buildApp } from '../src/http/app.ts'
 import { createKeyVerifier } from '../src/keys/verifier.ts'
 import { openSqliteStore } from '../src/store/sqlite.ts'
 

@@ -1,8 +1,8 @@
 // Configuration (D9): read from the environment once, validated, frozen. Nothing else in the
 // code reads process.env. A bad value stops the start with one line naming the variable.
 import { isIP } from 'node:net'
+import { type DeploymentEnv, parseApiKey } from './contract/api-key.ts'
 import { IDEMPOTENCY_TTL_MAX_SECONDS } from './contract/limits.ts'
-import { type DeploymentEnv, parseApiKey } from './keys/api-key.ts'
 
 export type DatabaseLocation =
   | { engine: 'sqlite'; path: string }

@@ -1,6 +1,7 @@
-// The layout is part of the design (README "Design"): data flows config → store → app → server,
-// and each module holds one concern. These checks keep it so: no import cycle anywhere in src/,
-// the lower layers never reach up, and the client never imports the server's code (D18).
+// The layout is part of the design (README "Design"): data flows config → store → http →
+// process, each folder of src/ is one layer and each module holds one concern. These checks keep
+// it so: no import cycle anywhere in src/, every part of src/ imports only from the layers below
+// it, and the client never imports the server's code (D18).
 import assert from 'node:assert/strict'
 import { globSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, normalize } from 'node:path'
@@ -55,27 +56,86 @@ test('architecture: the cycle finder finds a cycle when there is one', () => {
   assert.deepEqual(cycles(graph), [['a.ts', 'b.ts', 'c.ts', 'a.ts']])
 })
 
-/** What each lower layer may import from src/ (besides its own folder). */
-const LOWER_LAYERS: Array<{ folder: string; mayImport: RegExp }> = [
-  // The contract is the bottom: it depends on nothing of ours but the error catalog.
-  { folder: 'src/contract/', mayImport: /^src\/(contract\/|errors\.ts$)/ },
-  // The engines store (config → store); they know nothing of HTTP, the app or the process.
-  {
-    folder: 'src/store/',
-    mayImport: /^src\/(store\/|contract\/|config\.ts$|clock\.ts$|outage-log\.ts$|errors\.ts$)/,
-  },
-  { folder: 'src/keys/', mayImport: /^src\/(keys\/|store\/store\.ts$)/ },
+/**
+ * The layers of src/, bottom first (README "Layout"). Each entry of src/ (a folder or a file at
+ * its top) stands in one layer and imports only from layers below its own, or from itself:
+ * the shared words (errors, the clock, the lifecycle), then the contract and the outage log,
+ * the configuration, the stores and rate-limit counters, what works on a store (keys,
+ * observability, operations), HTTP, the process, and the command line on top.
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  ['errors.ts', 'clock.ts', 'lifecycle.ts'],
+  ['contract/', 'outage-log.ts'],
+  ['config.ts'],
+  ['store/', 'rate-limit/'],
+  ['keys/', 'observability/', 'operations/'],
+  ['http/'],
+  ['process/'],
+  ['cli/'],
 ]
 
-for (const { folder, mayImport } of LOWER_LAYERS) {
-  test(`architecture: ${folder} imports only what lies below it`, () => {
-    const upward = [...src]
-      .filter(([file]) => file.startsWith(folder))
-      .flatMap(([file, imports]) => imports.map((target) => `${file} → ${target}`))
-      .filter((edge) => !mayImport.test(edge.split(' → ')[1] as string))
-    assert.deepEqual(upward, [])
+/** The entry of src/ a path belongs to: `store/` for src/store/sqlite.ts, `config.ts` for itself. */
+function entryOf(path: string): string | undefined {
+  const [top, first, ...rest] = path.split('/')
+  if (top !== 'src' || first === undefined) return undefined
+  return rest.length > 0 ? `${first}/` : first
+}
+
+/** Imports between entries of src/ that do not go to a lower layer. */
+function importsNotDown(
+  graph: Map<string, string[]>,
+  layers: readonly (readonly string[])[],
+): string[] {
+  const layerOf = new Map(layers.flatMap((entries, level) => entries.map((e) => [e, level])))
+  return [...graph].flatMap(([file, imports]) => {
+    const from = entryOf(file)
+    return imports
+      .filter((target) => {
+        const to = entryOf(target)
+        if (from === undefined || to === undefined || to === from) return false
+        return !((layerOf.get(to) ?? Number.POSITIVE_INFINITY) < (layerOf.get(from) ?? -1))
+      })
+      .map((target) => `${file} → ${target}`)
   })
 }
+
+test('architecture: every entry of src/ stands in a layer', () => {
+  const placed = new Set(LAYERS.flat())
+  const entries = readdirSync('src', { withFileTypes: true }).map((entry) =>
+    entry.isDirectory() ? `${entry.name}/` : entry.name,
+  )
+  assert.deepEqual(
+    entries.filter((entry) => !placed.has(entry)),
+    [],
+    'place it in LAYERS',
+  )
+})
+
+test('architecture: each part of src/ imports only from the layers below it', () => {
+  assert.deepEqual(importsNotDown(src, LAYERS), [])
+})
+
+test('architecture: the layer check finds an import that runs up or sideways', () => {
+  const graph = new Map([
+    ['src/store/sqlite.ts', ['src/http/app.ts', 'src/store/store.ts', 'src/config.ts']],
+    ['src/keys/verifier.ts', ['src/observability/metrics.ts']],
+    ['src/new/thing.ts', ['src/config.ts']],
+  ])
+  assert.deepEqual(importsNotDown(graph, LAYERS), [
+    'src/store/sqlite.ts → src/http/app.ts',
+    'src/keys/verifier.ts → src/observability/metrics.ts',
+    'src/new/thing.ts → src/config.ts',
+  ])
+})
+
+test('architecture: src/ imports nothing outside it but the client, in the CLI (D18)', () => {
+  const outside = [...src]
+    .flatMap(([file, imports]) => imports.map((target) => [file, target] as const))
+    .filter(([, target]) => !target.startsWith('src/'))
+    .filter(([file, target]) => !(file.startsWith('src/cli/') && target.startsWith('client/src/')))
+    .map(([file, target]) => `${file} → ${target}`)
+  assert.deepEqual(outside, [])
+})
 
 test('architecture: the client imports nothing outside client/ (D18)', () => {
   const client = importGraph('client/src/**/*.ts')

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { ConfigError, loadConfig } from '../src/config.ts'
-import { generateApiKey } from '../src/keys/api-key.ts'
+import { generateApiKey } from '../src/contract/api-key.ts'
 
 /** The one line loadConfig stops the start with. */
 function refusal(env: Record<string, string>): string {

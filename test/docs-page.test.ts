@@ -13,7 +13,7 @@ import { existsSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core'
 import { errorCatalog } from '../src/errors.ts'
-import { DOCS_TITLE } from '../src/plugins/docs-page.ts'
+import { DOCS_TITLE } from '../src/http/plugins/docs-page.ts'
 import { startServer, type TestServer } from './helpers/server.ts'
 
 const CHROMIUM = '/usr/bin/chromium'

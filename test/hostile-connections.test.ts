@@ -5,7 +5,7 @@ import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { MAX_WAITING_REQUESTS } from '../src/http-server.ts'
+import { MAX_WAITING_REQUESTS } from '../src/http/http-server.ts'
 import { type ServiceProcess, startService } from './helpers/process.ts'
 import {
   exchange,
@@ -108,7 +108,7 @@ describe('HTTP-layer errors are the Error body, and close the connection (D4, D1
   }
 
   // RFC 9112 §2.2: a server may take a bare LF as a line's end; Node's strict parser refuses it,
-  // and the answer says that, not "HTTP version not supported" (src/http-server.ts).
+  // and the answer says that, not "HTTP version not supported" (src/http/http-server.ts).
   const bareLf: [string, string, string][] = [
     [
       'a request typed by hand, every line ending in a bare LF',
@@ -247,7 +247,7 @@ describe('a committed create is never answered 400 (D16)', () => {
 describe('slow clients are cut at the configured timeouts (D16)', () => {
   let server: TestServer
   // Short, so that the test waits well under a second; Node checks as often as the shorter
-  // timeout (src/http-server.ts).
+  // timeout (src/http/http-server.ts).
   const headersTimeoutMs = 200
   const requestTimeoutMs = 400
   before(async () => {

@@ -1,7 +1,7 @@
 // D14: the background purge of expired Idempotency-Key records, on the test engine's real store.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { IdempotencyPurge } from '../src/idempotency-purge.ts'
+import { IdempotencyPurge } from '../src/store/idempotency-purge.ts'
 import type { PetRepository } from '../src/store/store.ts'
 import { ManualClock, openTestStore, type TestStore } from './helpers/server.ts'
 

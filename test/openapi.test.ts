@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test'
 import { Ajv } from 'ajv'
 import { GetPetParams, ListPetsQuery, sharedSchemas } from '../src/contract/schemas.ts'
 import { type ErrorCode, errorBody, errorCatalog, errorCodes } from '../src/errors.ts'
-import { CreatePetHeaders } from '../src/routes/pets.ts'
+import { CreatePetHeaders } from '../src/http/routes/pets.ts'
 import { startServer, type TestServer } from './helpers/server.ts'
 
 interface Reference {
@@ -308,7 +308,7 @@ describe('components', () => {
 })
 
 test('every schema of the contract is valid JSON Schema (the service skips this check at start)', () => {
-  // src/validation.ts turns Ajv's validateSchema off: the check happens here, once.
+  // src/http/validation.ts turns Ajv's validateSchema off: the check happens here, once.
   const ajv = new Ajv({ formats: { int64: true } })
   for (const schema of [...sharedSchemas, ListPetsQuery, GetPetParams, CreatePetHeaders]) {
     assert.equal(ajv.validateSchema(schema), true, JSON.stringify(ajv.errors))

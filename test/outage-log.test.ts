@@ -2,8 +2,8 @@
 // warning when it starts failing, a reminder at most once a minute, one line when it recovers.
 import assert from 'node:assert/strict'
 import { beforeEach, describe, test } from 'node:test'
+import { COUNTER_OUTAGE } from '../src/http/plugins/rate-limit.ts'
 import { OutageLog, type OutageLogger } from '../src/outage-log.ts'
-import { COUNTER_OUTAGE } from '../src/plugins/rate-limit.ts'
 import { ManualClock } from './helpers/server.ts'
 
 interface Line {

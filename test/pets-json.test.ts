@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
 import type { NewPet, Pet } from '../src/contract/schemas.ts'
-import { petJson, petJsonAroundId } from '../src/routes/pets-json.ts'
+import { petJson, petJsonAroundId } from '../src/http/routes/pets-json.ts'
 import { withId } from '../src/store/store.ts'
 import { STATUSES } from './http/support.ts'
 

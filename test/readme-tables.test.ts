@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test'
 import { ConfigError, configDefaults, loadConfig } from '../src/config.ts'
 import { BODY_LIMIT_BYTES, LIST_LIMIT, MAX_ID, NAME_MAX_LENGTH } from '../src/contract/limits.ts'
 import { PetStatus } from '../src/contract/schemas.ts'
-import { MAX_TARGET_LENGTH } from '../src/http-server.ts'
+import { MAX_TARGET_LENGTH } from '../src/http/http-server.ts'
 import { startServer, type TestServer } from './helpers/server.ts'
 
 const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')

@@ -1,11 +1,11 @@
-// http_server_request_duration_seconds is counted by our own histogram (src/request-durations.ts)
+// http_server_request_duration_seconds is counted by our own histogram (src/observability/request-durations.ts)
 // for speed; what a scrape shows must be what prom-client's Histogram would show for the same
 // observations, in one process and summed across cluster workers.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
 import { AggregatorRegistry, Histogram, Registry } from 'prom-client'
-import { RequestDurations } from '../src/request-durations.ts'
+import { RequestDurations } from '../src/observability/request-durations.ts'
 import { type Family, parseExposition } from './helpers/prometheus.ts'
 
 const NAME = 'http_server_request_duration_seconds'

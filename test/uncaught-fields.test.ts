@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { EventEmitter } from 'node:events'
 import { test } from 'node:test'
-import { uncaughtFields } from '../src/shutdown.ts'
+import { uncaughtFields } from '../src/process/shutdown.ts'
 
 class Client extends EventEmitter {}
 

@@ -14,7 +14,7 @@
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { generateApiKey } from '../../src/keys/api-key.ts'
+import { generateApiKey } from '../../src/contract/api-key.ts'
 import { type Request, requireWrk } from './load.ts'
 import { POOL_SIZE as POSTGRES_POOL_SIZE } from './postgres.ts'
 import { pinSelf, type ServerProcess, startServer } from './processes.ts'

@@ -5,10 +5,11 @@
 // framework floor (fastify-floor.ts: bare Fastify with the database).
 //
 //   node scripts/bench/app-without-db.ts <pets>   (PORT, PETSTORE_API_KEYS in the environment)
-import { buildApp } from '../../src/app.ts'
+
 import type { Pet, PetStatus } from '../../src/contract/schemas.ts'
+import { buildApp } from '../../src/http/app.ts'
 import { createKeyVerifier } from '../../src/keys/verifier.ts'
-import { loggerOptions } from '../../src/logging.ts'
+import { loggerOptions } from '../../src/observability/logging.ts'
 import type { ApiKeyRepository, Store } from '../../src/store/store.ts'
 import { seededPet } from './seed.ts'
 

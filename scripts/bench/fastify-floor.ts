@@ -11,8 +11,8 @@
 //   node scripts/bench/fastify-floor.ts <sqlite file>
 // with PORT and BENCH_AUTHORIZATION (the whole Authorization header expected) in the environment.
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
-import { KEEP_ALIVE_TIMEOUT_MS } from '../../src/http-server.ts'
-import { requestId } from '../../src/plugins/request-id.ts'
+import { KEEP_ALIVE_TIMEOUT_MS } from '../../src/http/http-server.ts'
+import { requestId } from '../../src/http/plugins/request-id.ts'
 import { GroupCommit, newPetOf, openDurable } from './group-commit.ts'
 import { petReads } from './reads.ts'
 import { GET_PET_HEADERS, OPERATION_HEADERS } from './service-headers.ts'

@@ -27,7 +27,7 @@ import { tmpdir } from 'node:os'
 import { basename, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs, promisify } from 'node:util'
-import { generateApiKey } from '../../src/keys/api-key.ts'
+import { generateApiKey } from '../../src/contract/api-key.ts'
 import { freePort } from '../../test/helpers/free-port.ts'
 import { seededCopy } from './seed.ts'
 

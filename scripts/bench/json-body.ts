@@ -1,4 +1,4 @@
-// A micro-benchmark of the JSON body parser (src/plugins/json-body.ts): the time to turn a
+// A micro-benchmark of the JSON body parser (src/http/plugins/json-body.ts): the time to turn a
 // request body's bytes into its value, on a typical NewPet and on bodies at the 16 KiB limit,
 // beside what the checks cost on top of a plain decode and JSON.parse (what Fastify's own parser
 // did). In µs per body: the fastest of 15 rounds, the two parsers alternating round by round, so
@@ -7,7 +7,7 @@
 //   node scripts/bench/json-body.ts
 
 import { BODY_LIMIT_BYTES } from '../../src/contract/limits.ts'
-import { parseJsonBody } from '../../src/plugins/json-body.ts'
+import { parseJsonBody } from '../../src/http/plugins/json-body.ts'
 
 /** Decoding with U+FFFD for bad bytes, then JSON.parse: no UTF-8, key or number checks. */
 function plainParse(bytes: Buffer): unknown {

@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import { configDefaults } from '../../src/config.ts'
-import { generateApiKey } from '../../src/keys/api-key.ts'
+import { generateApiKey } from '../../src/contract/api-key.ts'
 import { pinning, pinSelf, type ServerProcess, startServer } from './processes.ts'
 import { seed } from './seed.ts'
 

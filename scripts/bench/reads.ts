@@ -6,7 +6,7 @@
 import type { DatabaseSync } from 'node:sqlite'
 import { LIST_LIMIT } from '../../src/contract/limits.ts'
 import type { Pet, PetStatus } from '../../src/contract/schemas.ts'
-import { decodeCursor, nextPageLink } from '../../src/routes/cursor.ts'
+import { decodeCursor, nextPageLink } from '../../src/http/routes/cursor.ts'
 import { PetQueries, toPet } from '../../src/store/sqlite.ts'
 
 /** The id after which the page starts (the service's own cursor decoder), or undefined. */

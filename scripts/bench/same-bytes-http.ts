@@ -11,8 +11,8 @@
 // synchronous engine answers in the same turn, as SQLite's does.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { NewPet, Pet } from '../../src/contract/schemas.ts'
-import { KEEP_ALIVE_TIMEOUT_MS } from '../../src/http-server.ts'
-import { requestId } from '../../src/plugins/request-id.ts'
+import { KEEP_ALIVE_TIMEOUT_MS } from '../../src/http/http-server.ts'
+import { requestId } from '../../src/http/plugins/request-id.ts'
 import { newPetOf } from './group-commit.ts'
 import type { Page } from './reads.ts'
 import { GET_PET_HEADERS, OPERATION_HEADERS } from './service-headers.ts'

@@ -25,8 +25,8 @@
 import { Client, Pool } from 'pg'
 import postgres from 'postgres'
 import type { NewPet } from '../../src/contract/schemas.ts'
-import { requestFingerprint } from '../../src/routes/idempotency.ts'
-import { petJsonAroundId } from '../../src/routes/pets-json.ts'
+import { requestFingerprint } from '../../src/http/routes/idempotency.ts'
+import { petJsonAroundId } from '../../src/http/routes/pets-json.ts'
 import {
   int8AsNumber,
   keyedCreateValues,

@@ -1,9 +1,9 @@
 // The response headers the service sends on its operations, from the service's own definitions,
 // for the references that send the same bytes (same-bytes.ts, fastify-floor.ts). The harness
 // checks every name and value against the service's answers on each run (run.ts).
-import { deprecationHeaders } from '../../src/plugins/deprecation.ts'
-import { securityHeaders } from '../../src/plugins/security.ts'
-import { getPetDeprecation } from '../../src/routes/pets.ts'
+import { deprecationHeaders } from '../../src/http/plugins/deprecation.ts'
+import { securityHeaders } from '../../src/http/plugins/security.ts'
+import { getPetDeprecation } from '../../src/http/routes/pets.ts'
 
 /**
  * Every operation's answer: D13's security headers, `Cache-Control: no-store` (set by app.ts on

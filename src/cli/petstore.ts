@@ -9,8 +9,8 @@ import { createServer, isIP, type ListenOptions } from 'node:net'
 import { availableParallelism } from 'node:os'
 import { type Config, ConfigError, loadConfig, type SideListener } from '../config.ts'
 import { issueApiKey } from '../keys/issue.ts'
+import type { SideListenError } from '../observability/side-listener.ts'
 import { type BackupSummary, backupSqliteDatabase } from '../operations/backup.ts'
-import type { SideListenError } from '../side-listener.ts'
 import { openStore } from '../store/open.ts'
 import { type Store, StoreOpenError, StoreUnavailableError } from '../store/store.ts'
 import { type CliIo, processIo } from './io.ts'
@@ -97,10 +97,10 @@ type Run = (config: Readonly<Config>, io: CliIo) => Promise<void>
 
 /**
  * `serve [--workers N|auto]`: one process without --workers, else a cluster. The server and
- * what it needs (Fastify, …) are loaded only here: they take ~0.3 s, which the other commands,
- * --help and --version do not wait for. So are node:cluster and the metrics listener's module
- * (node:http): `petstore --help` 0.18 → 0.12 s of CPU. (Loading the store, the key and the backup
- * modules only where used saves nothing measurable: ~0.01 s.)
+ * what it needs (Fastify, node:cluster, the listeners' node:http, …) are loaded only here:
+ * loading them is most of what a start costs, which the other commands, --help and --version
+ * need not wait for. (The store, the key and the backup modules are small enough that loading
+ * them only where used saves nothing measurable.)
  */
 async function serveCommand(args: string[]): Promise<Run> {
   const [
@@ -110,10 +110,10 @@ async function serveCommand(args: string[]): Promise<Run> {
     { DRAIN_MS },
     { default: cluster },
   ] = await Promise.all([
-    import('../server.ts'),
-    import('../cluster.ts'),
-    import('../side-listener.ts'),
-    import('../shutdown.ts'),
+    import('../process/server.ts'),
+    import('../process/cluster.ts'),
+    import('../observability/side-listener.ts'),
+    import('../process/shutdown.ts'),
     import('node:cluster'),
   ])
   const { values } = parse({ args, options: { workers: { type: 'string' } } })
@@ -447,8 +447,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     if (command === 'pets') {
       // A client of a service anywhere (D18): the service's own configuration plays no part.
       // Loaded only here: the client SDK and the TypeBox schemas were more than half of what
-      // every other command spent starting (`petstore --help`: 0.42 → 0.18 s of CPU, with a
-      // compile cache; `node -e ''` takes 0.07 s).
+      // every other command spent starting.
       const { petsCommand } = await import('./pets.ts')
       await petsCommand(rest, io)()
       return 0

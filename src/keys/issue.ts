@@ -1,6 +1,13 @@
 // Issuing a key: generate, store the hash, hand the secret back exactly once.
+
+import {
+  type DeploymentEnv,
+  generateApiKey,
+  hashApiKey,
+  keyHint,
+  newKeyId,
+} from '../contract/api-key.ts'
 import type { ApiKeyRecord, ApiKeyRepository } from '../store/store.ts'
-import { type DeploymentEnv, generateApiKey, hashApiKey, keyHint, newKeyId } from './api-key.ts'
 
 export async function issueApiKey(
   apiKeys: ApiKeyRepository,

@@ -1,8 +1,14 @@
 // Decides whether a bearer token is a valid API key (D2, D3): keys from PETSTORE_API_KEYS are
 // held as hashes in memory; keys made by the CLI are looked up by hash in the store, so a
 // revocation takes effect on the next request, in every instance.
+
+import {
+  type DeploymentEnv,
+  hashApiKey,
+  type ParsedApiKey,
+  parseApiKey,
+} from '../contract/api-key.ts'
 import type { ApiKeyRepository } from '../store/store.ts'
-import { type DeploymentEnv, hashApiKey, type ParsedApiKey, parseApiKey } from './api-key.ts'
 
 export type KeyCheck = { valid: true; keyId: string } | { valid: false; reason: string }
 

@@ -1,6 +1,6 @@
 // Picks the store implementation the configured DATABASE_URL names. Each engine's module is
-// loaded only when it is used: on SQLite the PostgreSQL driver is never loaded. With the Redis
-// client loaded the same way (server.ts), a SQLite service starts at 131 MB RSS instead of 143.
+// loaded only when it is used: on SQLite the PostgreSQL driver is never loaded, and with the
+// Redis client loaded the same way (process/instance.ts) a SQLite service starts smaller.
 import { resolve } from 'node:path'
 import type { DatabaseLocation } from '../config.ts'
 import { address } from './postgres-refusals.ts'

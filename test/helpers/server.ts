@@ -1,21 +1,21 @@
 // Test harness: a really listening server on a real SQLite file in a fresh temp directory (or,
 // with PETSTORE_TEST_DATABASE=postgres, a fresh PostgreSQL database), built from the same parts
-// server.ts wires, with a clock and limits the test controls.
+// src/process/instance.ts wires, with a clock and limits the test controls.
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
-import { type AppParts, buildApp } from '../../src/app.ts'
 import type { Clock } from '../../src/clock.ts'
 import { type ConnectionLimits, loadConfig } from '../../src/config.ts'
-import { httpServerParts } from '../../src/http-server.ts'
-import type { DeploymentEnv } from '../../src/keys/api-key.ts'
+import type { DeploymentEnv } from '../../src/contract/api-key.ts'
+import { type AppParts, buildApp } from '../../src/http/app.ts'
+import { httpServerParts } from '../../src/http/http-server.ts'
+import { securityHeaders } from '../../src/http/plugins/security.ts'
 import { issueApiKey } from '../../src/keys/issue.ts'
 import { createKeyVerifier } from '../../src/keys/verifier.ts'
 import type { Lifecycle } from '../../src/lifecycle.ts'
-import { createMetrics } from '../../src/metrics.ts'
-import { listenForScrapes, type MetricsServer } from '../../src/metrics-server.ts'
-import { securityHeaders } from '../../src/plugins/security.ts'
+import { createMetrics } from '../../src/observability/metrics.ts'
+import { listenForScrapes, type MetricsServer } from '../../src/observability/metrics-server.ts'
 import { openPostgresStore } from '../../src/store/postgres.ts'
 import { openSqliteStore } from '../../src/store/sqlite.ts'
 import type { Store } from '../../src/store/store.ts'
@@ -166,7 +166,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     ...(metrics ? { metrics } : {}),
     lifecycle,
     logger: options.logger,
-    // The process's own server and its HTTP-layer errors (D16), as server.ts wires them.
+    // The process's own server and its HTTP-layer errors (D16), as instance.ts wires them.
     http: httpServerParts(
       { ...loadConfig({}).connections, ...options.connections },
       securityHeaders(),

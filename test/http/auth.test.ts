@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { connect } from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import { generateApiKey, hashApiKey, keyHint, newKeyId } from '../../src/keys/api-key.ts'
+import { generateApiKey, hashApiKey, keyHint, newKeyId } from '../../src/contract/api-key.ts'
 import { issueApiKey } from '../../src/keys/issue.ts'
 import { createPet, errorOf, startServer, type TestServer } from '../helpers/server.ts'
 

@@ -6,8 +6,8 @@ import assert from 'node:assert/strict'
 import { request as httpRequest } from 'node:http'
 import { after, before, describe, it } from 'node:test'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
-import { COMPRESSION_THRESHOLD_BYTES } from '../../src/plugins/compression.ts'
-import { VERSIONED_ASSET_CACHE_CONTROL } from '../../src/plugins/docs-page.ts'
+import { COMPRESSION_THRESHOLD_BYTES } from '../../src/http/plugins/compression.ts'
+import { VERSIONED_ASSET_CACHE_CONTROL } from '../../src/http/plugins/docs-page.ts'
 import { startServer, type TestServer } from '../helpers/server.ts'
 
 interface Answer {

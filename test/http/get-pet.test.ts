@@ -95,7 +95,7 @@ describe('getPet (GET /v1/pets/{petId})', () => {
       })
     }
 
-    // Only canonical decimal integers 1 … 2^53 − 1 (src/validation.ts): no sign, no
+    // Only canonical decimal integers 1 … 2^53 − 1 (src/http/validation.ts): no sign, no
     // leading zero, no fraction, exponent, hex or white space.
     const invalidIds: [label: string, path: string][] = [
       ['0', '0'],

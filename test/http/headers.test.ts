@@ -2,7 +2,7 @@
 // API, CORS off unless origins are configured.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { EXPOSED_HEADERS } from '../../src/plugins/security.ts'
+import { EXPOSED_HEADERS } from '../../src/http/plugins/security.ts'
 import { createPet, startServer, type TestServer } from '../helpers/server.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/

@@ -1,9 +1,9 @@
 // The store contract: every Store implementation runs these same tests against a real database.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import { hashApiKey } from '../../src/contract/api-key.ts'
 import type { NewPet } from '../../src/contract/schemas.ts'
-import { hashApiKey } from '../../src/keys/api-key.ts'
-import { petJsonAroundId } from '../../src/routes/pets-json.ts'
+import { petJsonAroundId } from '../../src/http/routes/pets-json.ts'
 import { postgresMigrations } from '../../src/store/migrations/postgres.ts'
 import { sqliteMigrations } from '../../src/store/migrations/sqlite.ts'
 import type { IdempotencyClaim, Store } from '../../src/store/store.ts'

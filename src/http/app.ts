@@ -1,0 +1,140 @@
+// buildApp: the Fastify instance from injected parts (config, store, key verifier, clock).
+// It never listens; process/instance.ts does, and tests build their own apps with their own parts.
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, { type FastifyServerOptions, LogController } from 'fastify'
+import { type Clock, systemClock } from '../clock.ts'
+import type { Config } from '../config.ts'
+import { BODY_LIMIT_BYTES, IDEMPOTENCY_TTL_DEFAULT_SECONDS } from '../contract/limits.ts'
+import { sharedSchemas } from '../contract/schemas.ts'
+import type { KeyVerifier } from '../keys/verifier.ts'
+import type { Lifecycle } from '../lifecycle.ts'
+import { requestLogger } from '../observability/logging.ts'
+import type { Metrics } from '../observability/metrics.ts'
+import { MemoryWindowCounter, type WindowCounter } from '../rate-limit/counter.ts'
+import { IdempotencyPurge } from '../store/idempotency-purge.ts'
+import type { Store } from '../store/store.ts'
+import { compression } from './plugins/compression.ts'
+import { draining } from './plugins/draining.ts'
+import { errorHandling, frameworkErrors, methodNotAllowed } from './plugins/errors.ts'
+import { jsonBody } from './plugins/json-body.ts'
+import { type LoadSheddingOptions, loadShedding } from './plugins/load-shedding.ts'
+import { httpMetrics } from './plugins/metrics.ts'
+import { openapi } from './plugins/openapi.ts'
+import { operations } from './plugins/operations.ts'
+import { rateLimitCheck } from './plugins/rate-limit.ts'
+import { requestId } from './plugins/request-id.ts'
+import { INFO_OR_LOWER, requestLog } from './plugins/request-log.ts'
+import { security, securityHeaders } from './plugins/security.ts'
+import { healthRoutes, LIVENESS_PATH } from './routes/health.ts'
+import { petRoutes } from './routes/pets.ts'
+import { rootRoutes } from './routes/root.ts'
+import { buildValidator, formatValidationErrors } from './validation.ts'
+
+export interface AppParts {
+  /** Without idempotencyTtlSeconds, Idempotency-Key records live 24 hours (D14). */
+  config: Pick<Config, 'rateLimit' | 'corsOrigins'> & Partial<Pick<Config, 'idempotencyTtlSeconds'>>
+  store: Store
+  verify: KeyVerifier
+  clock?: Clock
+  rateLimitCounter?: WindowCounter
+  lifecycle?: Lifecycle
+  /** D16: off unless given; the server passes PETSTORE_MAX_EVENT_LOOP_DELAY_MS. */
+  loadShedding?: Omit<LoadSheddingOptions, 'exempt'>
+  /** Fastify's logger option; off unless given. */
+  logger?: FastifyServerOptions['logger']
+  /**
+   * The HTTP server and its HTTP-layer errors (http-server.ts, D16). The process that listens
+   * gives them; without them Fastify makes a plain node:http server.
+   */
+  http?: Pick<FastifyServerOptions, 'serverFactory' | 'clientErrorHandler'>
+  /** D17: where the app's figures go (metrics.ts); none are taken unless given. */
+  metrics?: Metrics
+}
+
+export async function buildApp(parts: AppParts) {
+  const { config, store, verify } = parts
+  const clock = parts.clock ?? systemClock
+  const lifecycle = parts.lifecycle ?? { draining: false }
+  const idempotencyTtlSeconds = config.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_DEFAULT_SECONDS
+
+  const app = Fastify({
+    ...parts.http,
+    logger: parts.logger ?? false,
+    // One line per request, ours (plugins/request-log.ts), instead of Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: requestLogger,
+    genReqId: requestId,
+    bodyLimit: BODY_LIMIT_BYTES,
+    // While closing, requests on open connections are still served (D11: nothing accepted is
+    // lost); readiness already says 503 so no new traffic is sent.
+    return503OnClosing: false,
+    // @fastify/ajv-compiler's published type for buildValidator describes a compiler that takes
+    // a bare schema, while Fastify calls it with the route definition ({ schema, httpPart, … });
+    // ours is typed as Fastify calls it, hence the cast.
+    schemaController: { compilersFactory: { buildValidator: buildValidator as never } },
+    schemaErrorFormatter: formatValidationErrors,
+    frameworkErrors: frameworkErrors(securityHeaders()),
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  // D16: the store says once in this log when the database fails and when it works again.
+  store.reportOutagesTo?.(app.log)
+  const { metrics } = parts
+  if (metrics !== undefined) {
+    store.observe?.(metrics.store)
+    // First, so that every answer is timed, whichever hook gave it.
+    await app.register(httpMetrics, { metrics })
+  }
+
+  // D17: the per-request line is written at info; at warn and above, no hook runs for it.
+  if (parts.logger && INFO_OR_LOWER.has(app.log.level)) await app.register(requestLog)
+
+  const rejectOtherMethods = methodNotAllowed(app)
+  for (const schema of sharedSchemas) app.addSchema(schema)
+
+  // Before any route: the plugin attaches itself to each route as it is added (D17).
+  await app.register(compression)
+  await app.register(errorHandling)
+  await app.register(security, { corsOrigins: config.corsOrigins })
+  // After the request id and security headers, so a shed request carries them too; before
+  // anything that costs (auth, the store), so shedding is cheap. /healthz is never shed (D16).
+  await app.register(loadShedding, {
+    maxEventLoopDelayMs: 0,
+    ...parts.loadShedding,
+    exempt: [LIVENESS_PATH],
+  })
+  metrics?.loadShedFrom(() => app.loadShedding.shed)
+  await app.register(jsonBody)
+  await app.register(openapi)
+  await app.register(draining, { lifecycle })
+  await app.register(healthRoutes, { store, lifecycle })
+  await app.register(rootRoutes)
+
+  // The operations, each behind its steps: constant headers, auth, rate limit, sunset.
+  const rateLimit = rateLimitCheck({
+    quota: config.rateLimit,
+    windowSeconds: 60,
+    counter: parts.rateLimitCounter ?? new MemoryWindowCounter(),
+    clock,
+    ...(metrics ? { observer: metrics.rateLimit } : {}),
+  })
+  await app.register(
+    async (api) => {
+      await api.register(operations, { verify, clock, rateLimit })
+      await api.register(petRoutes, { store, clock, idempotencyTtlSeconds })
+    },
+    { prefix: '/v1' },
+  )
+
+  await app.register(rejectOtherMethods)
+
+  // D14: expired Idempotency-Key records are deleted in the background while the app runs.
+  // store.pets is read when a round runs, not now: SQLite's repository is built after migrate().
+  const purge = new IdempotencyPurge({
+    pets: { purgeIdempotencyRecords: (...args) => store.pets.purgeIdempotencyRecords(...args) },
+    clock,
+    ttlSeconds: idempotencyTtlSeconds,
+  })
+  app.addHook('onReady', async () => purge.start())
+  app.addHook('preClose', () => purge.stop())
+  return app
+}

@@ -1,0 +1,70 @@
+// D8, D17: one log line per request, at info, written when the response is finished: method,
+// route template, redacted URL, status, duration, request id, the key's id (never the key), the
+// error code of an error, and the trace id of a valid W3C `traceparent`. It replaces Fastify's
+// two lines ("incoming request" without status, "request completed" without route or key).
+// Problems keep lines of their own at warn and error (a 500's cause, an outage, shedding), so
+// LOG_LEVEL=warn keeps those and drops the per-request lines.
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { codeForStatus } from '../../errors.ts'
+import { redactUrl } from '../../observability/logging.ts'
+import { routeTemplate } from './metrics.ts'
+
+/**
+ * W3C Trace Context §3.2: `version-traceid-parentid-flags`, lowercase hex. Version ff is
+ * invalid; version 00 has exactly these four fields; a later version may append fields after a
+ * dash. An all-zero trace id or parent id is invalid.
+ */
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}(-.*)?$/
+
+export function traceIdOf(header: string | string[] | undefined): string | undefined {
+  if (typeof header !== 'string') return undefined
+  const match = TRACEPARENT.exec(header)
+  if (match === null) return undefined
+  const [, version, traceId, parentId, rest] = match
+  if (version === 'ff' || (version === '00' && rest !== undefined)) return undefined
+  if (/^0+$/.test(traceId ?? '') || /^0+$/.test(parentId ?? '')) return undefined
+  return traceId
+}
+
+interface RequestLine {
+  method: string
+  route: string
+  url: string
+  status: number
+  durationMs: number
+  keyId?: string
+  errorCode?: string
+  traceId?: string
+}
+
+function requestLine(request: FastifyRequest, reply: FastifyReply): RequestLine {
+  const status = reply.statusCode
+  const line: RequestLine = {
+    method: request.method,
+    route: routeTemplate(request.routeOptions.url),
+    url: redactUrl(request.url),
+    status,
+    durationMs: Math.round(reply.elapsedTime * 100) / 100,
+  }
+  // Set by auth (plugins/auth.ts) only under /v1, and only once the key is valid.
+  if (request.apiKeyId) line.keyId = request.apiKeyId
+  if (status >= 400) line.errorCode = reply.errorCode ?? codeForStatus(status)
+  const traceId = traceIdOf(request.headers.traceparent)
+  if (traceId !== undefined) line.traceId = traceId
+  return line
+}
+
+/** Levels at which info lines are written (FastifyBaseLogger has no isLevelEnabled). */
+export const INFO_OR_LOWER: ReadonlySet<string> = new Set(['info', 'debug', 'trace'])
+
+/** Registered only when the logger writes info lines (app.ts); LOG_LEVEL is read once, at start. */
+export const requestLog = fp(
+  async (app) => {
+    app.addHook('onResponse', (request, reply, done) => {
+      request.log.info(requestLine(request, reply), 'request completed')
+      done()
+    })
+  },
+  { name: 'request-log' },
+)

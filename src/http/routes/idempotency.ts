@@ -1,0 +1,68 @@
+// D14: what createPet needs to honour an Idempotency-Key (draft-ietf-httpapi-idempotency-key-header):
+// the key as sent, and a fingerprint of the request it was sent with.
+import { hash } from 'node:crypto'
+import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../contract/limits.ts'
+import { ApiError } from '../../errors.ts'
+
+/** 1–255 visible ASCII characters (0x21–0x7E). */
+const KEY = new RegExp(`^[\\x21-\\x7E]{1,${IDEMPOTENCY_KEY_MAX_LENGTH}}$`)
+/** The draft's structured-field form (RFC 9651 §3.3.3): a quoted string, `\"` and `\\` escaped. */
+const QUOTED = /^"((?:[\x20\x21\x23-\x5B\x5D-\x7E]|\\["\\])*)"$/
+
+const RULE =
+  'the Idempotency-Key header must be 1 to 255 visible ASCII characters (0x21–0x7E), optionally as a quoted string'
+
+function parseOne(value: string): string {
+  const quoted = QUOTED.exec(value)
+  const key = quoted === null ? value : (quoted[1] ?? '').replace(/\\(["\\])/g, '$1')
+  if (!KEY.test(key)) throw new ApiError('invalid_request', RULE)
+  return key
+}
+
+/**
+ * The key of a request, from every Idempotency-Key field line it carried; undefined without one.
+ * `"abc"` and `abc` are the same key; lines that disagree are a 400. `joined` is the field as
+ * Node's `headers` gives it, the lines joined with ", "; `distinct()` the lines themselves
+ * (`headersDistinct`, which Node builds for every field on first use, so it is asked for only
+ * when the field holds a comma: without one it is a single line).
+ */
+export function readIdempotencyKey(
+  joined: string | undefined,
+  distinct: () => readonly string[] | undefined,
+): string | undefined {
+  if (joined === undefined) return undefined
+  if (!joined.includes(',')) return parseOne(joined)
+  const lines = distinct()
+  if (lines === undefined || lines.length === 0) return undefined
+  const keys = new Set(lines.map(parseOne))
+  if (keys.size > 1) {
+    throw new ApiError(
+      'invalid_request',
+      'the Idempotency-Key header was given more than once with different values',
+    )
+  }
+  return keys.values().next().value
+}
+
+/** JSON with object keys sorted at every depth: equal requests, however written, are equal text. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
+  if (value === null || typeof value !== 'object') return JSON.stringify(value)
+  const object = value as Record<string, unknown>
+  let text = ''
+  for (const key of Object.keys(object).sort()) {
+    const field = object[key]
+    if (field === undefined) continue
+    text += `${text === '' ? '' : ','}${JSON.stringify(key)}:${canonicalJson(field)}`
+  }
+  return `{${text}}`
+}
+
+/**
+ * The request's fingerprint: SHA-256 of the validated body in canonical form, so that
+ * `{"a":1,"b":2}` and `{ "b": 2, "a": 1 }` are the same request. crypto.hash, one call, rather
+ * than a Hash object: it is what every keyed create pays.
+ */
+export function requestFingerprint(body: unknown): string {
+  return hash('sha256', canonicalJson(body), 'hex')
+}

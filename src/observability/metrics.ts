@@ -1,0 +1,175 @@
+// D17: the figures Prometheus scrapes, with prom-client. One Registry per app, built here and
+// handed to buildApp (tests build their own). The parts that produce figures never import
+// prom-client: the store reports through StoreObserver, the rate limiter through
+// RateLimitObserver, load shedding keeps counters (`app.loadShedding`) read at each scrape.
+//
+// Names follow the OpenTelemetry HTTP semantic conventions as Prometheus writes them
+// (`http.server.request.duration` in seconds → http_server_request_duration_seconds); ours are
+// prefixed `petstore_`.
+import {
+  AggregatorRegistry,
+  Counter,
+  collectDefaultMetrics,
+  Gauge,
+  Histogram,
+  Registry,
+} from 'prom-client'
+import type { PoolStats, StoreObserver } from '../store/store.ts'
+import type { Scrape } from './metrics-server.ts'
+import { RequestDurations } from './request-durations.ts'
+
+/** OTel's advised buckets for http.server.request.duration, in seconds. */
+const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10]
+/** A commit is one fsync (SQLite) or one round trip and a WAL flush (PostgreSQL). */
+const COMMIT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+/** Creates per group commit: 1 when idle, hundreds under load. */
+const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+
+/** What the rate limiter reports (plugins/rate-limit.ts). */
+export interface RateLimitObserver {
+  /** A request was refused 429. */
+  limited(): void
+  /** The counter failed (true: requests go through unlimited) or answered again (false). */
+  failingOpen(failing: boolean): void
+}
+
+export interface Metrics {
+  readonly registry: Registry
+  readonly store: StoreObserver
+  readonly rateLimit: RateLimitObserver
+  /** One finished request: its labels as observed, its duration in seconds. */
+  request(method: string, route: string, status: number, seconds: number): void
+  /** Load shedding's running count (plugins/load-shedding.ts), read at each scrape. */
+  loadShedFrom(count: () => number): void
+  /** A createPet answered from its Idempotency-Key's record (D14). */
+  replayed(): void
+}
+
+export interface MetricsOptions {
+  /** Default: a new one. */
+  registry?: Registry
+  /** prom-client's process metrics (CPU, memory, event-loop lag, GC); default true. */
+  processMetrics?: boolean
+}
+
+export function createMetrics(options: MetricsOptions = {}): Metrics {
+  const registry = options.registry ?? new Registry()
+  const registers = [registry]
+  if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry })
+
+  // Counted by our own histogram, read by this registry (request-durations.ts: why).
+  const durations = new RequestDurations({
+    name: 'http_server_request_duration_seconds',
+    help: 'Duration of HTTP server requests, from the request to the last byte of the response.',
+    buckets: REQUEST_BUCKETS,
+    registry,
+  })
+  const created = new Counter({
+    name: 'petstore_pets_created_total',
+    help: 'Pets created and durably committed.',
+    registers,
+  })
+  const commitDuration = new Histogram({
+    name: 'petstore_store_commit_duration_seconds',
+    help: 'Duration of the transactions that create pets (SQLite: one group commit).',
+    buckets: COMMIT_BUCKETS,
+    registers,
+  })
+  const commitBatch = new Histogram({
+    name: 'petstore_store_commit_batch_size',
+    help: 'Pets created per transaction (SQLite group commit; 1 on PostgreSQL).',
+    buckets: BATCH_BUCKETS,
+    registers,
+  })
+  const replays = new Counter({
+    name: 'petstore_idempotent_replays_total',
+    help: 'Creates answered from the record of their Idempotency-Key, making no new pet (D14).',
+    registers,
+  })
+  const rateLimited = new Counter({
+    name: 'petstore_rate_limited_total',
+    help: 'Requests refused 429 because their API key used its budget.',
+    registers,
+  })
+  const failOpen = new Gauge({
+    name: 'petstore_rate_limit_fail_open',
+    help: '1 while the rate limit counter (Redis) fails and requests go through unlimited.',
+    // Across cluster workers: 1 if any worker fails open.
+    aggregator: 'max',
+    registers,
+  })
+  let shedCount = () => 0
+  new Counter({
+    name: 'petstore_load_shed_total',
+    help: 'Requests answered 503 because the event loop was behind (load shedding).',
+    registers,
+    collect() {
+      this.reset()
+      this.inc(shedCount())
+    },
+  })
+
+  return {
+    registry,
+    store: {
+      committed(batchSize, seconds) {
+        created.inc(batchSize)
+        commitDuration.observe(seconds)
+        commitBatch.observe(batchSize)
+      },
+      pool(stats: () => PoolStats) {
+        const gauge = (name: string, help: string, read: (s: PoolStats) => number) =>
+          new Gauge({
+            name,
+            help,
+            registers,
+            collect() {
+              this.set(read(stats()))
+            },
+          })
+        gauge(
+          'petstore_db_pool_connections_in_use',
+          'Pooled connections running a query.',
+          (s) => s.inUse,
+        )
+        gauge(
+          'petstore_db_pool_connections_idle',
+          'Pooled connections open and idle.',
+          (s) => s.idle,
+        )
+        gauge(
+          'petstore_db_pool_requests_waiting',
+          'Queries waiting for a pooled connection.',
+          (s) => s.waiting,
+        )
+      },
+    },
+    rateLimit: {
+      limited: () => rateLimited.inc(),
+      failingOpen: (failing) => failOpen.set(failing ? 1 : 0),
+    },
+    request(method, route, status, seconds) {
+      durations.observe(method, route, status, seconds)
+    },
+    replayed: () => replays.inc(),
+    loadShedFrom(count) {
+      shedCount = count
+    },
+  }
+}
+
+/**
+ * In a cluster worker: the primary's AggregatorRegistry asks each worker for this registry over
+ * the cluster IPC channel (prom-client's cluster module); constructing one installs the
+ * worker's answering listener.
+ */
+export function answerClusterScrapes(registry: Registry): void {
+  AggregatorRegistry.setRegistries([registry])
+  new AggregatorRegistry()
+}
+
+/** In the cluster primary: every worker's figures, summed (gauges per their aggregator). */
+export function clusterScrape(): Scrape {
+  const aggregator = new AggregatorRegistry()
+  return { contentType: aggregator.contentType, body: () => aggregator.clusterMetrics() }
+}

@@ -1,0 +1,94 @@
+// A listener apart from the API's, for the operator's side of the service: Prometheus' scrapes
+// (D17, METRICS_PORT) and orchestrators' probes (D20, PROBE_PORT). A plain node:http server
+// with short timeouts, bound before the API's port is said to listen and closed after the
+// drain, so that a scrape or a probe during the drain is still answered.
+import {
+  createServer,
+  type IncomingMessage,
+  type RequestListener,
+  type ServerResponse,
+} from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { SideListener } from '../config.ts'
+
+/** Which settings name a side listener: METRICS_PORT/METRICS_HOST or PROBE_PORT/PROBE_HOST. */
+export type SideSettings = 'METRICS' | 'PROBE'
+
+interface ErrorLogger {
+  error(fields: object, message: string): void
+}
+
+/** A side listener could not listen (`cause`: the system's error, with its code). */
+export class SideListenError extends Error {
+  override name = 'SideListenError'
+  readonly listener: SideListener
+  readonly settings: SideSettings
+  constructor(settings: SideSettings, listener: SideListener, cause: unknown) {
+    super(`cannot listen for ${settings.toLowerCase()} on ${listener.host}:${listener.port}`, {
+      cause,
+    })
+    this.listener = listener
+    this.settings = settings
+  }
+}
+
+/**
+ * The path of a GET or HEAD for one of `paths`; anything else is answered here (404 for
+ * another path, 405 for another method) and gets undefined.
+ */
+export function servedPath(
+  req: IncomingMessage,
+  res: ServerResponse,
+  paths: readonly string[],
+): string | undefined {
+  const path = (req.url ?? '').split('?', 1)[0] ?? ''
+  if (!paths.includes(path)) {
+    res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found\n')
+    return undefined
+  }
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' })
+    res.end('method not allowed\n')
+    return undefined
+  }
+  return path
+}
+
+export interface SideServer {
+  /** e.g. http://127.0.0.1:9464 */
+  readonly origin: string
+  close(): Promise<void>
+}
+
+export async function listenApart(
+  settings: SideSettings,
+  listener: SideListener,
+  handler: RequestListener,
+  log: ErrorLogger,
+  options: { reusePort?: boolean } = {},
+): Promise<SideServer> {
+  const server = createServer({ requestTimeout: 10_000, headersTimeout: 5_000 }, handler)
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err) => reject(new SideListenError(settings, listener, err)))
+    const reuse = options.reusePort ? { exclusive: true, reusePort: true } : {}
+    server.listen({ port: listener.port, host: listener.host, ...reuse }, () => {
+      server.removeAllListeners('error')
+      // D16: once listening, a connection the system failed to accept is an 'error' event
+      // on the server (node:net); unheard, it would end the process. The listener goes on.
+      server.on('error', (err) =>
+        log.error({ err }, `the ${settings.toLowerCase()} listener failed to accept`),
+      )
+      resolve()
+    })
+  })
+  const { port } = server.address() as AddressInfo
+  const host = listener.host.includes(':') ? `[${listener.host}]` : listener.host
+  return {
+    origin: `http://${host}:${port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+}

@@ -1,0 +1,167 @@
+// One instance of the service in this process: the store, the app, its listeners (the API;
+// /metrics, unless a cluster primary serves it; the probes, with PROBE_PORT), and close() that
+// drains them (D11). A lone `serve` runs one; `serve --workers N` runs one in each worker
+// (cluster.ts).
+
+import type { Config } from '../config.ts'
+import { buildApp } from '../http/app.ts'
+import { httpServerParts, logAcceptErrors, logDroppedConnections } from '../http/http-server.ts'
+import { securityHeaders } from '../http/plugins/security.ts'
+import { readiness, STARTING } from '../http/routes/health.ts'
+import { createKeyVerifier } from '../keys/verifier.ts'
+import type { Lifecycle } from '../lifecycle.ts'
+import { loggerOptions } from '../observability/logging.ts'
+import { answerClusterScrapes, createMetrics } from '../observability/metrics.ts'
+import { listenForScrapes, type MetricsServer } from '../observability/metrics-server.ts'
+import { MemoryWindowCounter, type WindowCounter } from '../rate-limit/counter.ts'
+import { openStore } from '../store/open.ts'
+import { announceInitialKey, prepareStore } from './prepare.ts'
+import { listenForProbes, type ProbeServer } from './probe-server.ts'
+
+type App = Awaited<ReturnType<typeof buildApp>>
+
+/**
+ * D12: counted in Redis when REDIS_URL is set (and a limit is), else in memory. The Redis client
+ * is loaded only then, like the PostgreSQL driver. `announce` says where counters live, once the
+ * app's logger exists; it waits briefly for Redis, so that a normal start does not fail open.
+ */
+async function rateLimitCounter(
+  config: Pick<Config, 'redis' | 'rateLimit'>,
+): Promise<{ counter: WindowCounter; announce(app: App): Promise<void> }> {
+  const { redis } = config
+  if (redis === undefined || config.rateLimit === 0) {
+    return { counter: new MemoryWindowCounter(), announce: async () => {} }
+  }
+  const { RedisWindowCounter, redactRedisUrl } = await import('../rate-limit/redis.ts')
+  const counter = new RedisWindowCounter(redis)
+  const announce = async (app: App) => {
+    const reachable = await counter.whenReady(1000)
+    app.log.info(
+      { redis: redactRedisUrl(redis.url), prefix: redis.prefix, reachable },
+      reachable
+        ? 'rate limits are counted in Redis, shared by every instance that uses it'
+        : 'rate limits are counted in Redis, which is not reachable yet: requests go through unlimited until it is',
+    )
+  }
+  return { counter, announce }
+}
+
+export interface Instance {
+  app: App
+  listen(): Promise<void>
+  /** D11: readiness 503, in-flight requests finish, the store closes. Runs once; idempotent. */
+  close(): Promise<void>
+}
+
+export interface InstanceOptions {
+  /** Migrations and the first-start key are done already (by the cluster primary). */
+  prepared?: boolean
+  /**
+   * A cluster worker: the primary serves `/metrics` for every worker (D17), so this instance
+   * answers the primary's requests for its figures instead of listening for scrapes.
+   */
+  clusterWorker?: boolean
+}
+
+/**
+ * Connections the kernel may hold for us before accept (D16). Node's default, 511, overflowed
+ * under 2,000 connecting clients, and a dropped SYN is retried only after 1 s, then 3 s; the
+ * kernel caps this at net.core.somaxconn (4096 on current Linux).
+ */
+const LISTEN_BACKLOG = 4096
+
+/** Opens the store and builds the app; does not listen yet. */
+export async function startInstance(
+  config: Readonly<Config>,
+  options: InstanceOptions = {},
+): Promise<Instance> {
+  const store = await openStore(config.database)
+  const initialKey = options.prepared ? undefined : await prepareStore(store, config)
+  const lifecycle: Lifecycle = { draining: false }
+  const { counter, announce } = await rateLimitCounter(config)
+  // D17: no figures are taken at all with METRICS_PORT=off.
+  const metrics = config.metrics === undefined ? undefined : createMetrics()
+  if (metrics !== undefined && options.clusterWorker) answerClusterScrapes(metrics.registry)
+  const app = await buildApp({
+    config,
+    store,
+    verify: createKeyVerifier({
+      env: config.env,
+      apiKeys: store.apiKeys,
+      bootstrapKeys: config.apiKeys,
+    }),
+    rateLimitCounter: counter,
+    lifecycle,
+    loadShedding: { maxEventLoopDelayMs: config.maxEventLoopDelayMs },
+    logger: loggerOptions(config),
+    http: httpServerParts(config.connections, securityHeaders()),
+    ...(metrics ? { metrics } : {}),
+  })
+  logDroppedConnections(app.server, app.log)
+  if (initialKey !== undefined) {
+    app.log.warn('no API key existed; created one and printed it once on stderr')
+    announceInitialKey(initialKey)
+  }
+  await announce(app)
+
+  let closing: Promise<void> | undefined
+  let metricsServer: MetricsServer | undefined
+  let probeServer: ProbeServer | undefined
+  const closeSideListeners = async () => {
+    await metricsServer?.close()
+    await probeServer?.close()
+  }
+  return {
+    app,
+    listen: async () => {
+      // Every listener is bound before any is said to listen (Fastify logs "Server listening"
+      // as its own binds): a METRICS_PORT or PROBE_PORT in use stops the start having said
+      // nothing, and a PORT in use closes the others again.
+      try {
+        if (metrics !== undefined && config.metrics !== undefined && !options.clusterWorker) {
+          const { registry } = metrics
+          metricsServer = await listenForScrapes(
+            config.metrics,
+            { contentType: registry.contentType, body: () => registry.metrics() },
+            app.log,
+          )
+        }
+        if (config.probes !== undefined) {
+          probeServer = await listenForProbes(
+            config.probes,
+            {
+              // Bound before the API's port: not ready until that listens too.
+              ready: () =>
+                app.server.listening
+                  ? readiness(store, lifecycle, app.log)
+                  : Promise.resolve(STARTING),
+              // A draining instance says so rather than that it is overloaded.
+              shedding: () => !lifecycle.draining && app.loadShedding.active,
+            },
+            app.log,
+            { ownSocketPerProcess: options.clusterWorker === true },
+          )
+        }
+        await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG })
+      } catch (err) {
+        await closeSideListeners()
+        throw err
+      }
+      logAcceptErrors(app.server, app.log)
+      metricsServer?.announce()
+      probeServer?.announce()
+    },
+    close: () => {
+      closing ??= (async () => {
+        lifecycle.draining = true
+        await app.close()
+        // After the drain, so that a scrape during it still sees the figures and a probe
+        // during it is told 503, not refused.
+        await closeSideListeners()
+        await store.close()
+        await counter.close()
+      })()
+      return closing
+    },
+  }
+}
