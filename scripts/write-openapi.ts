@@ -4,19 +4,16 @@
 //
 //   npm run openapi
 import { writeFile } from 'node:fs/promises'
-import { buildApp } from '../src/http/app.ts'
-import { createKeyVerifier } from '../src/keys/verifier.ts'
+import { loadConfig } from '../src/config.ts'
+import { composeApp } from '../src/process/compose.ts'
 import { openSqliteStore } from '../src/store/sqlite.ts'
 
 const target = new URL('../docs/openapi.json', import.meta.url)
 
 const store = openSqliteStore({ path: ':memory:' })
 await store.migrate()
-const app = await buildApp({
-  config: { rateLimit: 600, corsOrigins: [] },
-  store,
-  verify: createKeyVerifier({ env: 'production', apiKeys: store.apiKeys, bootstrapKeys: [] }),
-})
+// The default configuration: the document does not depend on any setting.
+const app = await composeApp(loadConfig({}), store, { logger: false })
 try {
   await app.ready()
   await writeFile(target, `${JSON.stringify(app.swagger(), null, 2)}\n`)

@@ -6,10 +6,9 @@
 //
 //   node scripts/bench/app-without-db.ts <pets>   (PORT, PETSTORE_API_KEYS in the environment)
 
+import { loadConfig } from '../../src/config.ts'
 import type { Pet, PetStatus } from '../../src/contract/schemas.ts'
-import { buildApp } from '../../src/http/app.ts'
-import { createKeyVerifier } from '../../src/keys/verifier.ts'
-import { loggerOptions } from '../../src/observability/logging.ts'
+import { composeApp } from '../../src/process/compose.ts'
 import type { ApiKeyRepository, Store } from '../../src/store/store.ts'
 import { seededPet } from './seed.ts'
 
@@ -52,16 +51,16 @@ const store: Store = {
   close: async () => {},
 }
 
-const app = await buildApp({
-  config: { rateLimit: 0, corsOrigins: [] },
-  store,
-  verify: createKeyVerifier({
-    env: 'production',
-    apiKeys: noKeys,
-    bootstrapKeys: (process.env.PETSTORE_API_KEYS ?? '').split(','),
+// Wired as the service is, from its configuration: PETSTORE_API_KEYS from the environment.
+const app = await composeApp(
+  loadConfig({
+    PETSTORE_API_KEYS: process.env.PETSTORE_API_KEYS,
+    PETSTORE_RATE_LIMIT: '0',
+    PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '0',
+    LOG_LEVEL: 'warn',
   }),
-  logger: loggerOptions({ logLevel: 'warn' }),
-})
+  store,
+)
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' })
 process.once('SIGTERM', () => {
   app.close().then(() => process.exit(0))

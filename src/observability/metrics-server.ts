@@ -2,7 +2,12 @@
 // path, `/metrics`. Nothing of the API is reachable here and `/metrics` is not on the API's
 // port, so metrics are never public by accident; the port can be firewalled on its own.
 import type { SideListener } from '../config.ts'
-import { listenApart, servedPath } from './side-listener.ts'
+import {
+  type AnnouncedServer,
+  type ListenerLogger,
+  listenApart,
+  servedPath,
+} from './side-listener.ts'
 
 export const METRICS_PATH = '/metrics'
 
@@ -12,26 +17,15 @@ export interface Scrape {
   body(): Promise<string>
 }
 
-interface InfoLogger {
-  info(fields: object, message: string): void
-  error(fields: object, message: string): void
-}
-
-export interface MetricsServer {
+export interface MetricsServer extends AnnouncedServer {
   /** e.g. http://127.0.0.1:9464/metrics */
   readonly url: string
-  /**
-   * Logs "metrics listening at …". Not done on listening: the caller says it once every
-   * listener it opens is bound, so a start that fails on another port never said it listened.
-   */
-  announce(): void
-  close(): Promise<void>
 }
 
 export async function listenForScrapes(
   listener: SideListener,
   scrape: Scrape,
-  log: InfoLogger,
+  log: ListenerLogger,
 ): Promise<MetricsServer> {
   const server = await listenApart(
     'METRICS',

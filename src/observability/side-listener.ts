@@ -14,7 +14,9 @@ import type { SideListener } from '../config.ts'
 /** Which settings name a side listener: METRICS_PORT/METRICS_HOST or PROBE_PORT/PROBE_HOST. */
 export type SideSettings = 'METRICS' | 'PROBE'
 
-interface ErrorLogger {
+/** What a side listener logs through: that it listens, and what it failed to do. */
+export interface ListenerLogger {
+  info(fields: object, message: string): void
   error(fields: object, message: string): void
 }
 
@@ -60,11 +62,21 @@ export interface SideServer {
   close(): Promise<void>
 }
 
+/**
+ * A side listener as its owner sees it. `announce` logs "… listening at …"; not done on
+ * listening: the caller says it once every listener it opens is bound, so a start that fails
+ * on another port never said it listened.
+ */
+export interface AnnouncedServer {
+  announce(): void
+  close(): Promise<void>
+}
+
 export async function listenApart(
   settings: SideSettings,
   listener: SideListener,
   handler: RequestListener,
-  log: ErrorLogger,
+  log: Pick<ListenerLogger, 'error'>,
   options: { reusePort?: boolean } = {},
 ): Promise<SideServer> {
   const server = createServer({ requestTimeout: 10_000, headersTimeout: 5_000 }, handler)

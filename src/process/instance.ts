@@ -4,21 +4,18 @@
 // (cluster.ts).
 
 import type { Config } from '../config.ts'
-import { buildApp } from '../http/app.ts'
-import { httpServerParts, logAcceptErrors, logDroppedConnections } from '../http/http-server.ts'
-import { securityHeaders } from '../http/plugins/security.ts'
+import { logAcceptErrors, logDroppedConnections } from '../http/http-server.ts'
 import { readiness, STARTING } from '../http/routes/health.ts'
-import { createKeyVerifier } from '../keys/verifier.ts'
 import type { Lifecycle } from '../lifecycle.ts'
-import { loggerOptions } from '../observability/logging.ts'
 import { answerClusterScrapes, createMetrics } from '../observability/metrics.ts'
 import { listenForScrapes, type MetricsServer } from '../observability/metrics-server.ts'
 import { MemoryWindowCounter, type WindowCounter } from '../rate-limit/counter.ts'
 import { openStore } from '../store/open.ts'
+import { type ComposedApp, composeApp } from './compose.ts'
 import { announceInitialKey, prepareStore } from './prepare.ts'
 import { listenForProbes, type ProbeServer } from './probe-server.ts'
 
-type App = Awaited<ReturnType<typeof buildApp>>
+type App = ComposedApp
 
 /**
  * D12: counted in Redis when REDIS_URL is set (and a limit is), else in memory. The Redis client
@@ -82,19 +79,9 @@ export async function startInstance(
   // D17: no figures are taken at all with METRICS_PORT=off.
   const metrics = config.metrics === undefined ? undefined : createMetrics()
   if (metrics !== undefined && options.clusterWorker) answerClusterScrapes(metrics.registry)
-  const app = await buildApp({
-    config,
-    store,
-    verify: createKeyVerifier({
-      env: config.env,
-      apiKeys: store.apiKeys,
-      bootstrapKeys: config.apiKeys,
-    }),
+  const app = await composeApp(config, store, {
     rateLimitCounter: counter,
     lifecycle,
-    loadShedding: { maxEventLoopDelayMs: config.maxEventLoopDelayMs },
-    logger: loggerOptions(config),
-    http: httpServerParts(config.connections, securityHeaders()),
     ...(metrics ? { metrics } : {}),
   })
   logDroppedConnections(app.server, app.log)

@@ -14,19 +14,16 @@ import type { SideListener } from '../config.ts'
 import { errorBody } from '../errors.ts'
 import { SHED_ANSWER } from '../http/plugins/load-shedding.ts'
 import { ALIVE, LIVENESS_PATH, type ProbeAnswer, READINESS_PATH } from '../http/routes/health.ts'
-import { listenApart, servedPath } from '../observability/side-listener.ts'
+import {
+  type AnnouncedServer,
+  type ListenerLogger,
+  listenApart,
+  servedPath,
+} from '../observability/side-listener.ts'
 
-interface InfoLogger {
-  info(fields: object, message: string): void
-  error(fields: object, message: string): void
-}
-
-export interface ProbeServer {
+export interface ProbeServer extends AnnouncedServer {
   /** e.g. http://127.0.0.1:8081 */
   readonly origin: string
-  /** Logs "probes listening at …" (as the metrics listener, once every listener is bound). */
-  announce(): void
-  close(): Promise<void>
 }
 
 export interface Probes {
@@ -56,7 +53,7 @@ function send(res: ServerResponse, answer: ProbeAnswer, head: boolean): void {
 export async function listenForProbes(
   listener: SideListener,
   probes: Probes,
-  log: InfoLogger,
+  log: ListenerLogger,
   options: { ownSocketPerProcess: boolean },
 ): Promise<ProbeServer> {
   const server = await listenApart(

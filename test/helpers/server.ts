@@ -1,21 +1,19 @@
 // Test harness: a really listening server on a real SQLite file in a fresh temp directory (or,
-// with PETSTORE_TEST_DATABASE=postgres, a fresh PostgreSQL database), built from the same parts
-// src/process/instance.ts wires, with a clock and limits the test controls.
+// with PETSTORE_TEST_DATABASE=postgres, a fresh PostgreSQL database), composed as the service is
+// (src/process/compose.ts), with a clock and limits the test controls.
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import type { Clock } from '../../src/clock.ts'
-import { type ConnectionLimits, loadConfig } from '../../src/config.ts'
+import { type Config, type ConnectionLimits, loadConfig } from '../../src/config.ts'
 import type { DeploymentEnv } from '../../src/contract/api-key.ts'
-import { type AppParts, buildApp } from '../../src/http/app.ts'
-import { httpServerParts } from '../../src/http/http-server.ts'
-import { securityHeaders } from '../../src/http/plugins/security.ts'
+import type { AppParts } from '../../src/http/app.ts'
 import { issueApiKey } from '../../src/keys/issue.ts'
-import { createKeyVerifier } from '../../src/keys/verifier.ts'
 import type { Lifecycle } from '../../src/lifecycle.ts'
 import { createMetrics } from '../../src/observability/metrics.ts'
 import { listenForScrapes, type MetricsServer } from '../../src/observability/metrics-server.ts'
+import { composeApp } from '../../src/process/compose.ts'
 import { openPostgresStore } from '../../src/store/postgres.ts'
 import { openSqliteStore } from '../../src/store/sqlite.ts'
 import type { Store } from '../../src/store/store.ts'
@@ -138,6 +136,22 @@ async function storeFor(options: TestServerOptions): Promise<{ store: Store; own
   return { store: owned.store, owned }
 }
 
+/** The default configuration, with what the test's options say instead. */
+function testConfig(options: TestServerOptions, env: DeploymentEnv): Config {
+  const defaults = loadConfig({})
+  return {
+    ...defaults,
+    env,
+    apiKeys: options.bootstrapKeys ?? [],
+    rateLimit: options.rateLimit ?? 0,
+    corsOrigins: options.corsOrigins ?? [],
+    idempotencyTtlSeconds: options.idempotencyTtlSeconds ?? defaults.idempotencyTtlSeconds,
+    // D16's load shedding is off unless the test asks: test files share the cores.
+    maxEventLoopDelayMs: options.loadShedding?.maxEventLoopDelayMs ?? 0,
+    connections: { ...defaults.connections, ...options.connections },
+  }
+}
+
 export async function startServer(options: TestServerOptions = {}): Promise<TestServer> {
   const { store, owned } = await storeFor(options)
   const dbPath = owned?.location ?? options.dbPath ?? ''
@@ -146,31 +160,16 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
   const { key } = await issueApiKey(store.apiKeys, env, 'test')
   const lifecycle = options.lifecycle ?? { draining: false }
   const metrics = options.metrics ? createMetrics() : undefined
-  const app = await buildApp({
-    config: {
-      rateLimit: options.rateLimit ?? 0,
-      corsOrigins: options.corsOrigins ?? [],
-      ...(options.idempotencyTtlSeconds === undefined
-        ? {}
-        : { idempotencyTtlSeconds: options.idempotencyTtlSeconds }),
-    },
-    store,
-    verify: createKeyVerifier({
-      env,
-      apiKeys: store.apiKeys,
-      bootstrapKeys: options.bootstrapKeys ?? [],
-    }),
+  // Wired as the service is (process/compose.ts), from a Config the test's options change.
+  const app = await composeApp(testConfig(options, env), store, {
+    lifecycle,
+    logger: options.logger ?? false,
     ...(options.clock ? { clock: options.clock } : {}),
-    ...(options.loadShedding ? { loadShedding: options.loadShedding } : {}),
+    ...(options.loadShedding?.quietMs === undefined
+      ? {}
+      : { loadSheddingQuietMs: options.loadShedding.quietMs }),
     ...(options.rateLimitCounter ? { rateLimitCounter: options.rateLimitCounter } : {}),
     ...(metrics ? { metrics } : {}),
-    lifecycle,
-    logger: options.logger,
-    // The process's own server and its HTTP-layer errors (D16), as instance.ts wires them.
-    http: httpServerParts(
-      { ...loadConfig({}).connections, ...options.connections },
-      securityHeaders(),
-    ),
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const address = app.server.address()

@@ -2,13 +2,12 @@
 import assert from 'node:assert/strict'
 import { Writable } from 'node:stream'
 import { after, before, describe, it } from 'node:test'
-import type { LogLevel } from '../../src/config.ts'
+import { type LogLevel, loadConfig } from '../../src/config.ts'
 import { generateApiKey } from '../../src/contract/api-key.ts'
-import { buildApp } from '../../src/http/app.ts'
 import { traceIdOf } from '../../src/http/plugins/request-log.ts'
 import { issueApiKey } from '../../src/keys/issue.ts'
-import { createKeyVerifier } from '../../src/keys/verifier.ts'
 import { loggerOptions } from '../../src/observability/logging.ts'
+import { composeApp } from '../../src/process/compose.ts'
 import type { Store } from '../../src/store/store.ts'
 import { failingStore } from '../helpers/failing-store.ts'
 import { openTestStore } from '../helpers/server.ts'
@@ -47,14 +46,12 @@ async function startLoggedApp(logLevel: LogLevel, options: { failingList?: strin
       done()
     },
   })
-  const app = await buildApp({
-    config: { rateLimit: 100, corsOrigins: [] },
-    store,
-    verify: createKeyVerifier({
-      env: 'production',
-      apiKeys: real.apiKeys,
-      bootstrapKeys: [bootstrapKey],
-    }),
+  const config = loadConfig({
+    PETSTORE_API_KEYS: bootstrapKey,
+    PETSTORE_RATE_LIMIT: '100',
+    PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '0',
+  })
+  const app = await composeApp(config, store, {
     logger: { ...loggerOptions({ logLevel }), stream },
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
