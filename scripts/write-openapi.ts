@@ -6,7 +6,7 @@
 import { writeFile } from 'node:fs/promises'
 import { loadConfig } from '../src/config.ts'
 import { composeApp } from '../src/process/compose.ts'
-import { openSqliteStore } from '../src/store/sqlite.ts'
+import { openSqliteStore } from '../src/store/sqlite/store.ts'
 
 const target = new URL('../docs/openapi.json', import.meta.url)
 

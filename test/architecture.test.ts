@@ -74,7 +74,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['cli/'],
 ]
 
-/** The entry of src/ a path belongs to: `store/` for src/store/sqlite.ts, `config.ts` for itself. */
+/** The entry of src/ a path belongs to: `store/` for src/store/sqlite/store.ts, `config.ts` for itself. */
 function entryOf(path: string): string | undefined {
   const [top, first, ...rest] = path.split('/')
   if (top !== 'src' || first === undefined) return undefined
@@ -117,12 +117,12 @@ test('architecture: each part of src/ imports only from the layers below it', ()
 
 test('architecture: the layer check finds an import that runs up or sideways', () => {
   const graph = new Map([
-    ['src/store/sqlite.ts', ['src/http/app.ts', 'src/store/store.ts', 'src/config.ts']],
+    ['src/store/sqlite/store.ts', ['src/http/app.ts', 'src/store/store.ts', 'src/config.ts']],
     ['src/keys/verifier.ts', ['src/observability/metrics.ts']],
     ['src/new/thing.ts', ['src/config.ts']],
   ])
   assert.deepEqual(importsNotDown(graph, LAYERS), [
-    'src/store/sqlite.ts → src/http/app.ts',
+    'src/store/sqlite/store.ts → src/http/app.ts',
     'src/keys/verifier.ts → src/observability/metrics.ts',
     'src/new/thing.ts → src/config.ts',
   ])

@@ -1,7 +1,7 @@
 // The database limit: the fastest a Node.js HTTP server can answer the read operations from the
 // service's SQLite file. Where the ceiling (ceiling.ts) answers precomputed bytes, this one reads
 // the database for every answer, as the service must: a raw node:http server that checks the
-// Authorization header, runs the service's own indexed queries (the SQL of src/store/sqlite.ts)
+// Authorization header, runs the service's own indexed queries (the SQL of src/store/sqlite/pets.ts)
 // as prepared statements returning arrays, answers JSON.stringify of the rows as the contract's
 // objects, and a Link header when more follow (reads.ts, shared with same-bytes.ts and
 // fastify-floor.ts). Nothing else: no validation beyond what keeps a query well-formed, no

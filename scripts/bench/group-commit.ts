@@ -1,5 +1,5 @@
 // The durable create of the references that write (same-bytes.ts, fastify-floor.ts): the
-// service's SQLite file opened as src/store/sqlite.ts opens it (WAL, synchronous=FULL, so a
+// service's SQLite file opened as src/store/sqlite/store.ts opens it (WAL, synchronous=FULL, so a
 // COMMIT returns once the log is fsync'd), and its group commit at its simplest: every create
 // arriving in one event-loop turn joins one BEGIN IMMEDIATE … COMMIT, and each caller hears of
 // its pet only after that COMMIT. No retries on timers, no outage reports, no idempotency
@@ -47,7 +47,7 @@ export class GroupCommit {
 
   constructor(db: DatabaseSync) {
     this.#db = db
-    // The service's INSERT (src/store/sqlite.ts), with run() and lastInsertRowid as it does.
+    // The service's INSERT (src/store/sqlite/pets.ts), with run() and lastInsertRowid as it does.
     this.#insert = db.prepare('INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)')
   }
 

@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { openPostgresStore } from '../../src/store/postgres.ts'
+import { openPostgresStore } from '../../src/store/postgres/store.ts'
 import {
   absentLine,
   PGBOUNCER_REQUIRED,

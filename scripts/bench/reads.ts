@@ -1,13 +1,13 @@
 // The read operations of the references that read the database (db-limit.ts, same-bytes.ts,
 // fastify-floor.ts), so that all three run the same SQL and write the same bytes: the service's
-// own indexed queries (src/store/sqlite.ts's PetQueries) as prepared statements returning arrays,
+// own indexed queries (src/store/sqlite/pets.ts's PetQueries) as prepared statements returning arrays,
 // JSON.stringify of the rows as the contract's objects, and the Link header when more follow.
 // No validation beyond what keeps a query well-formed.
 import type { DatabaseSync } from 'node:sqlite'
 import { LIST_LIMIT } from '../../src/contract/limits.ts'
 import type { Pet, PetStatus } from '../../src/contract/schemas.ts'
 import { decodeCursor, nextPageLink } from '../../src/http/routes/cursor.ts'
-import { PetQueries, toPet } from '../../src/store/sqlite.ts'
+import { PetQueries, toPet } from '../../src/store/sqlite/pets.ts'
 
 /** The id after which the page starts (the service's own cursor decoder), or undefined. */
 function afterIdOf(cursor: string | undefined): number | undefined {
@@ -66,7 +66,7 @@ export interface PetReads {
 }
 
 export function petReads(db: DatabaseSync): PetReads {
-  // The statements of src/store/sqlite.ts, the same class.
+  // The statements of src/store/sqlite/pets.ts, the same class.
   const queries = new PetQueries(db)
   return {
     list(limitParam, statusParam, cursor) {

@@ -37,7 +37,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { generateApiKey } from '../../src/contract/api-key.ts'
 import { encodeCursor } from '../../src/http/routes/cursor.ts'
-import { sqliteMigrations } from '../../src/store/migrations/sqlite.ts'
+import { sqliteMigrations } from '../../src/store/sqlite/migrations.ts'
 import { type Request, requireWrk, wrkVersion } from './load.ts'
 import { benchPostgres } from './postgres.ts'
 import {

@@ -1,7 +1,7 @@
 // Same bytes on PostgreSQL: what the service sends, from the same database, by the shortest path.
 // A raw node:http server (same-bytes-http.ts: the service's response headers on every answer)
 // with a pg Pool of the service's size (DATABASE_POOL_SIZE), running the service's own statements
-// (src/store/postgres.ts's PET_STATEMENTS: named on a direct connection, unnamed behind a
+// (src/store/postgres/pets.ts's PET_STATEMENTS: named on a direct connection, unnamed behind a
 // transaction-mode pooler, as DATABASE_POOLER says, D19), with its int8 parsing and its bodies.
 // createPet is the service's durable create: one INSERT … RETURNING that autocommits, the 201
 // sent after it. The harness checks its statuses, bodies and headers against the service's.
@@ -27,14 +27,13 @@ import postgres from 'postgres'
 import type { NewPet } from '../../src/contract/schemas.ts'
 import { requestFingerprint } from '../../src/http/routes/idempotency.ts'
 import { petJsonAroundId } from '../../src/http/routes/pets-json.ts'
+import { int8AsNumber, type Statement } from '../../src/store/postgres/connection.ts'
 import {
-  int8AsNumber,
   keyedCreateValues,
   PET_STATEMENTS,
   type PetRow,
-  type Statement,
   toPet,
-} from '../../src/store/postgres.ts'
+} from '../../src/store/postgres/pets.ts'
 import { pageOf, pageQuery } from './reads.ts'
 import { serveSameBytes } from './same-bytes-http.ts'
 

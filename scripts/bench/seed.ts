@@ -7,7 +7,7 @@
 import { copyFileSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
-import { openSqliteStore } from '../../src/store/sqlite.ts'
+import { openSqliteStore } from '../../src/store/sqlite/store.ts'
 
 const NAMES = ['Rex', 'Bella', 'Milo', 'Luna', 'Oscar', 'Coco', 'Simba', 'Nala', 'Bruno', 'Kiwi']
 const STATUSES = ['available', 'pending', 'sold', null] as const

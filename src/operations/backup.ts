@@ -3,7 +3,7 @@
 import { existsSync, linkSync, rmSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
-import { BUSY_TIMEOUT_MS, LOCK_TIMEOUT_MS, retryWhileBusy } from '../store/sqlite-failures.ts'
+import { BUSY_TIMEOUT_MS, LOCK_TIMEOUT_MS, retryWhileBusy } from '../store/sqlite/failures.ts'
 
 /**
  * `petstore backup`: a consistent copy of a live database file through SQLite's online backup
@@ -34,7 +34,7 @@ export async function backupSqliteDatabase(
   const partial = `${targetPath}.partial-${process.pid}`
   const source = new DatabaseSync(sourcePath, { timeout: BUSY_TIMEOUT_MS })
   try {
-    // A copy that finds the file locked starts again, like every other write (sqlite-failures.ts).
+    // A copy that finds the file locked starts again, like every other write (store/sqlite/failures.ts).
     await retryWhileBusy(() => backup(source, partial, { rate: ALL_PAGES }), LOCK_TIMEOUT_MS)
     const contents = countContents(partial)
     // A link, unlike a rename, fails if the target has appeared meanwhile.

@@ -3,7 +3,7 @@
 // Redis client loaded the same way (process/instance.ts) a SQLite service starts smaller.
 import { resolve } from 'node:path'
 import type { DatabaseLocation } from '../config.ts'
-import { address } from './postgres-refusals.ts'
+import { address } from './postgres/refusals.ts'
 import type { Store } from './store.ts'
 
 /** Where the data is, for the start line: never the URL itself, which may carry a password. */
@@ -48,11 +48,11 @@ export function describeDatabase(location: DatabaseLocation): DatabaseDescriptio
 export async function openStore(location: DatabaseLocation): Promise<Store> {
   switch (location.engine) {
     case 'sqlite': {
-      const { openSqliteStore } = await import('./sqlite.ts')
+      const { openSqliteStore } = await import('./sqlite/store.ts')
       return openSqliteStore({ path: location.path })
     }
     case 'postgres': {
-      const { openPostgresStore } = await import('./postgres.ts')
+      const { openPostgresStore } = await import('./postgres/store.ts')
       return openPostgresStore({
         url: location.url,
         poolSize: location.poolSize,

@@ -1,5 +1,5 @@
 // The storage interface the HTTP layer depends on. One implementation per engine
-// (sqlite.ts; postgres.ts), each proven by the shared contract suite in test/store.
+// (sqlite/, postgres/, on the SQL core of sql-core.ts), each proven by the shared contract suite in test/store.
 // The store knows nothing of HTTP; it speaks in the contract's types.
 import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
 import type { OutageLogger } from '../outage-log.ts'

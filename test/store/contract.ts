@@ -4,8 +4,8 @@ import { after, before, describe, test } from 'node:test'
 import { hashApiKey } from '../../src/contract/api-key.ts'
 import type { NewPet } from '../../src/contract/schemas.ts'
 import { petJsonAroundId } from '../../src/http/routes/pets-json.ts'
-import { postgresMigrations } from '../../src/store/migrations/postgres.ts'
-import { sqliteMigrations } from '../../src/store/migrations/sqlite.ts'
+import { postgresMigrations } from '../../src/store/postgres/migrations.ts'
+import { sqliteMigrations } from '../../src/store/sqlite/migrations.ts'
 import type { IdempotencyClaim, Store } from '../../src/store/store.ts'
 
 export interface StoreFixture {

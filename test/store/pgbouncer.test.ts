@@ -5,7 +5,7 @@
 // prepared statements, session settings, and a statement timeout that must still fire.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { openPostgresStore } from '../../src/store/postgres.ts'
+import { openPostgresStore } from '../../src/store/postgres/store.ts'
 import { type IdempotencyClaim, type Store, StoreUnavailableError } from '../../src/store/store.ts'
 import { type PgBouncer, pgbouncerSkipReason, startPgBouncer } from '../helpers/pgbouncer.ts'
 import {

@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { openPostgresStore } from '../../src/store/postgres.ts'
+import { openPostgresStore } from '../../src/store/postgres/store.ts'
 import { type Store, StoreUnavailableError } from '../../src/store/store.ts'
 import { fillDisk } from '../helpers/full-disk.ts'
 import {

@@ -1,11 +1,11 @@
-// The line an operator reads when PostgreSQL will not let a command in (src/store/postgres-refusals.ts).
+// The line an operator reads when PostgreSQL will not let a command in (src/store/postgres/refusals.ts).
 // The refusals this machine's server gives for real (no such database, no such role, nothing
 // listening) are run end to end in test/cli.test.ts; here every other one
 // PostgreSQL, a pooler, the driver or Node's TLS can give at connection time, as the driver
 // hands it over: a code and the server's words.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { explainConnectFailure } from '../../src/store/postgres-refusals.ts'
+import { explainConnectFailure } from '../../src/store/postgres/refusals.ts'
 import { StoreOpenError, StoreUnavailableError } from '../../src/store/store.ts'
 
 const target = { host: 'db.internal', port: 5433, database: 'petstore', user: 'app' }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { postgresMigrations } from '../../src/store/migrations/postgres.ts'
-import { openPostgresStore } from '../../src/store/postgres.ts'
+import { postgresMigrations } from '../../src/store/postgres/migrations.ts'
+import { openPostgresStore } from '../../src/store/postgres/store.ts'
 import {
   type IdempotencyClaim,
   IdempotencyKeyInUseError,

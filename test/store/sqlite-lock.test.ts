@@ -8,7 +8,7 @@ import { once } from 'node:events'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { openSqliteStore } from '../../src/store/sqlite.ts'
+import { openSqliteStore } from '../../src/store/sqlite/store.ts'
 import { runCli } from '../helpers/process.ts'
 import { createPet, errorOf, startServer, type TestServer, tempDir } from '../helpers/server.ts'
 

@@ -1,8 +1,8 @@
 // D5: how a pet and a page of pets become bytes: JSON.stringify of the store's objects. The
 // bytes are what the response schemas (contract/schemas.ts, `Pet` and `Pets`) and
 // fast-json-stringify would write, key for key, in the same order, because both stores make
-// every Pet with exactly the schema's keys in its order (toPet in store/sqlite.ts and
-// store/postgres.ts) and leave `status` out rather than null. test/http/list-pets-bytes.test.ts
+// every Pet with exactly the schema's keys in its order (toPet in store/sqlite/pets.ts and
+// store/postgres/pets.ts, petOf in store/sql-core.ts) and leave `status` out rather than null. test/http/list-pets-bytes.test.ts
 // and get-pet.test.ts check the bytes.
 //
 // Not fast-json-stringify: it spends its time on a type check and an escape test per field,

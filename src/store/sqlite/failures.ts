@@ -11,7 +11,7 @@
 // operator frees space), so it is a StoreUnavailableError (503 with Retry-After) that says what
 // happened, not a 500.
 import { setTimeout as sleep } from 'node:timers/promises'
-import { StoreUnavailableError } from './store.ts'
+import { StoreUnavailableError } from '../store.ts'
 
 /** The longest one try blocks the event loop waiting for a lock. */
 export const BUSY_TIMEOUT_MS = 5

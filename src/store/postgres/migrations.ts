@@ -1,7 +1,7 @@
-// Versioned schema for PostgreSQL: the versions of sqlite.ts, in PostgreSQL's types. A version
+// Versioned schema for PostgreSQL: the versions of sqlite/migrations.ts, in PostgreSQL's types. A version
 // number means the same change in both lists; one an engine does not need is absent from its list
 // (2, SQLite's write probe for readiness). Append new versions; never edit one that has shipped.
-import type { Migration } from './migration.ts'
+import type { Migration } from '../sql-core.ts'
 
 export const postgresMigrations: Migration[] = [
   {

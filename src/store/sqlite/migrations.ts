@@ -1,5 +1,5 @@
 // Versioned schema for SQLite. Append new versions; never edit one that has shipped.
-import type { Migration } from './migration.ts'
+import type { Migration } from '../sql-core.ts'
 
 export const sqliteMigrations: Migration[] = [
   {

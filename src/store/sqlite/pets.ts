@@ -1,61 +1,24 @@
-// The embedded store: SQLite through Node's built-in node:sqlite (no native addon).
-//
-// Durability (D10): WAL with synchronous=FULL, so a COMMIT returns only after the log is fsync'd.
-// To keep that affordable, concurrent creates are committed together (group commit): each
-// create joins a queue, and one transaction per event-loop turn inserts the whole queue and
-// commits once. Every caller's promise settles only after that commit.
-//
-// The commit runs on the event loop, which waits for the fsync. Committing on a writer thread
-// instead (its own connection; the loop serving requests meanwhile) was measured and dropped:
-// no faster at 50 connections, 6–17% slower at 10, with the server on one core (the thread's
-// hand-offs cost more than the fsync wait they save; docs/benchmarks.md).
-//
-// D16: no wait blocks the event loop, and a failing disk is a 503 said once (sqlite-failures.ts):
-// a lock held by another process is waited for in short tries on timers; a full, read-only or
-// failing disk answers 503 with what happened, is logged once (outages.ts), and turns readiness
-// 503 until a write commits again.
-import { mkdirSync } from 'node:fs'
-import { dirname } from 'node:path'
-import { DatabaseSync, type StatementSync } from 'node:sqlite'
+// The pets and their Idempotency-Key records on SQLite: reads as prepared statements, creates
+// committed together, one transaction per event-loop turn (group commit, D10), keyed creates
+// and their records in the same transaction (D14).
+import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { LIST_LIMIT } from '../contract/limits.ts'
-import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
-import type { OutageLogger } from '../outage-log.ts'
-import { sqliteMigrations } from './migrations/sqlite.ts'
-import { StoreOutages } from './outages.ts'
+import { LIST_LIMIT } from '../../contract/limits.ts'
+import type { NewPet, Pet, PetStatus } from '../../contract/schemas.ts'
+import { pageOf, petOf } from '../sql-core.ts'
 import {
-  Backoff,
-  BUSY_TIMEOUT_MS,
-  isBusy,
-  LOCK_TIMEOUT_MS,
-  lockedError,
-  retryWhileBusy,
-  sortSqliteError,
-} from './sqlite-failures.ts'
-import {
-  type ApiKeyRecord,
-  type ApiKeyRepository,
   type IdempotencyClaim,
   type IdempotencyRecord,
   type IdempotentCreate,
   type ListPetsQuery,
-  type NewApiKeyRecord,
   type PetPage,
   type PetRepository,
-  type Store,
   type StoreObserver,
-  StoreOpenError,
-  StoreUnavailableError,
   unobserved,
   withId,
-} from './store.ts'
-
-export interface SqliteStoreOptions {
-  /** A file path, or ':memory:'. */
-  path: string
-  /** How long a write waits for another process's lock before a 503 (default 5 s). */
-  lockTimeoutMs?: number
-}
+} from '../store.ts'
+import type { Attempts } from './attempts.ts'
+import { Backoff, BUSY_TIMEOUT_MS, isBusy, lockedError } from './failures.ts'
 
 /** A pets row, selected as PET_COLUMNS, as node:sqlite returns it with setReturnArrays. */
 export type PetRow = [id: number, name: string, categoryId: number, status: PetStatus | null]
@@ -68,30 +31,11 @@ interface IdempotencyRow {
   createdAt: number
 }
 
-interface ApiKeyRow {
-  id: string
-  name: string
-  hint: string
-  createdAt: string
-  revokedAt: string | null
-}
-
 const PET_COLUMNS = 'id, name, category_id, status'
 
-/** Readiness answers quickly: a write probe waits this long at most for a lock. */
-const PROBE_TIMEOUT_MS = 1_000
-
-/**
- * Readiness while writes fail writes this much, so that "ready" means room for more than the
- * smallest write: a one-row probe can fit in the space a failed batch left allocated.
- */
-const PROBE_HEADROOM_BYTES = 64 * 1024
-
-/** A row as the contract's Pet: its fields in the schema's order, `status` left out when null. */
+/** A row as the contract's Pet (sql-core.ts). */
 export function toPet(row: PetRow): Pet {
-  const pet: Pet = { id: row[0], name: row[1], categoryId: row[2] }
-  if (row[3] !== null) pet.status = row[3]
-  return pet
+  return petOf(row[0], row[1], row[2], row[3])
 }
 
 /**
@@ -164,193 +108,6 @@ function toRecord(row: IdempotencyRow): IdempotencyRecord {
   }
 }
 
-function toApiKey(row: ApiKeyRow): ApiKeyRecord {
-  return {
-    id: row.id,
-    name: row.name,
-    hint: row.hint,
-    createdAt: new Date(row.createdAt),
-    revokedAt: row.revokedAt === null ? undefined : new Date(row.revokedAt),
-  }
-}
-
-export function openSqliteStore(options: SqliteStoreOptions): Store {
-  try {
-    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true })
-    // Opening may wait for a lock the long way: nothing is served yet. Every later statement
-    // waits only BUSY_TIMEOUT_MS per try (sqlite-failures.ts).
-    const db = new DatabaseSync(options.path, { timeout: LOCK_TIMEOUT_MS })
-    db.exec('PRAGMA journal_mode = WAL')
-    db.exec('PRAGMA synchronous = FULL')
-    db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
-    return new SqliteStore(db, new Attempts(options.lockTimeoutMs ?? LOCK_TIMEOUT_MS))
-  } catch (err) {
-    throw new StoreOpenError(`cannot open the SQLite database ${options.path}`, { cause: err })
-  }
-}
-
-/**
- * What every statement goes through, shared by the store and its repositories: the lock is
- * waited for on timers, failures are sorted and reported once (outages.ts), and the last failure
- * is kept while writes fail, for readiness.
- */
-class Attempts {
-  readonly lockTimeoutMs: number
-  readonly outages = new StoreOutages()
-  /** Set while writes fail (the last failure); cleared by the next write that commits. */
-  failing: StoreUnavailableError | undefined
-
-  constructor(lockTimeoutMs: number) {
-    this.lockTimeoutMs = lockTimeoutMs
-  }
-
-  /** Runs one write (a statement or a whole transaction) with retries while locked. */
-  async write<T>(attempt: () => T, timeoutMs = this.lockTimeoutMs): Promise<T> {
-    let result: T
-    try {
-      result = await retryWhileBusy(attempt, timeoutMs)
-    } catch (err) {
-      throw this.failed(err)
-    }
-    this.committed()
-    return result
-  }
-
-  /**
-   * Reads need no lock in WAL mode; a rare wait (WAL recovery) is retried the same way. The
-   * first try is a plain call: reads are the hot path.
-   */
-  read<T>(attempt: () => T): T | Promise<T> {
-    try {
-      return attempt()
-    } catch (err) {
-      if (isBusy(err)) return this.#readLater(attempt)
-      // A failed read is reported too (never silent); only a commit ends an outage.
-      throw this.failed(err)
-    }
-  }
-
-  async #readLater<T>(attempt: () => T): Promise<T> {
-    try {
-      return await retryWhileBusy(attempt, this.lockTimeoutMs)
-    } catch (err) {
-      throw this.failed(err)
-    }
-  }
-
-  /** Sorts `err`; a 503 is reported for `count` operations and kept for readiness. */
-  failed(err: unknown, count = 1): unknown {
-    const sorted = sortSqliteError(err)
-    if (sorted instanceof StoreUnavailableError) {
-      this.failing = sorted
-      this.outages.failed(sorted, count)
-    }
-    return sorted
-  }
-
-  committed(): void {
-    this.failing = undefined
-    this.outages.succeeded()
-  }
-}
-
-class SqliteStore implements Store {
-  readonly engine = 'sqlite'
-  readonly #db: DatabaseSync
-  readonly #attempts: Attempts
-  #pets: SqlitePetRepository | undefined
-  #apiKeys: SqliteApiKeyRepository | undefined
-  #probe: StatementSync | undefined
-  #observer: StoreObserver = unobserved
-
-  constructor(db: DatabaseSync, attempts: Attempts) {
-    this.#db = db
-    this.#attempts = attempts
-  }
-
-  // Repositories prepare their statements against the migrated schema, so they are built on
-  // first use, after migrate().
-  get pets(): SqlitePetRepository {
-    if (this.#pets === undefined) {
-      this.#pets = new SqlitePetRepository(this.#db, this.#attempts)
-      this.#pets.observer = this.#observer
-    }
-    return this.#pets
-  }
-
-  get apiKeys(): SqliteApiKeyRepository {
-    this.#apiKeys ??= new SqliteApiKeyRepository(this.#db, this.#attempts)
-    return this.#apiKeys
-  }
-
-  reportOutagesTo(log: OutageLogger): void {
-    this.#attempts.outages.logTo(log)
-  }
-
-  observe(observer: StoreObserver): void {
-    this.#observer = observer
-    if (this.#pets !== undefined) this.#pets.observer = observer
-  }
-
-  async migrate(): Promise<number[]> {
-    const db = this.#db
-    // IMMEDIATE takes the write lock first, so two processes starting together apply each
-    // migration once: the second waits (on timers), then sees it applied.
-    return this.#attempts.write(() => {
-      db.exec('BEGIN IMMEDIATE')
-      try {
-        db.exec(
-          'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
-        )
-        const applied = new Set(
-          db
-            .prepare('SELECT version FROM schema_migrations')
-            .all()
-            .map((row) => Number(row.version)),
-        )
-        const record = db.prepare(
-          'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
-        )
-        const done: number[] = []
-        for (const migration of sqliteMigrations) {
-          if (applied.has(migration.version)) continue
-          db.exec(migration.sql)
-          record.run(migration.version, migration.name, new Date().toISOString())
-          done.push(migration.version)
-        }
-        db.exec('COMMIT')
-        return done
-      } catch (err) {
-        if (db.isTransaction) db.exec('ROLLBACK')
-        throw err
-      }
-    })
-  }
-
-  /**
-   * While writes fail, readiness proves a write: `SELECT 1` succeeds on a full disk. The probe
-   * commits a row (with some headroom) in the one-row write_probe table, and its success ends
-   * the outage.
-   */
-  async ping(): Promise<void> {
-    if (this.#attempts.failing === undefined) {
-      this.#db.prepare('SELECT 1').get()
-      return
-    }
-    this.#probe ??= this.#db.prepare(
-      `UPDATE write_probe SET written_at = ?, headroom = zeroblob(${PROBE_HEADROOM_BYTES}) WHERE id = 1`,
-    )
-    const probe = this.#probe
-    await this.#attempts.write(() => probe.run(new Date().toISOString()), PROBE_TIMEOUT_MS)
-  }
-
-  async close(): Promise<void> {
-    if (!this.#db.isOpen) return
-    await this.#pets?.drain()
-    this.#db.close()
-  }
-}
-
 interface PendingCreate {
   pet: NewPet
   claim: IdempotencyClaim | undefined
@@ -360,7 +117,7 @@ interface PendingCreate {
   reject: (err: unknown) => void
 }
 
-class SqlitePetRepository implements PetRepository {
+export class SqlitePetRepository implements PetRepository {
   readonly #db: DatabaseSync
   readonly #attempts: Attempts
   readonly #insert: StatementSync
@@ -540,61 +297,7 @@ class SqlitePetRepository implements PetRepository {
   }
 
   async list({ limit, status, afterId }: ListPetsQuery): Promise<PetPage> {
-    // One row more than asked tells whether another page follows.
     const rows = await this.#attempts.read(() => this.#reads.page(limit + 1, status, afterId))
-    const hasMore = rows.length > limit
-    return { pets: rows.slice(0, limit).map(toPet), hasMore }
-  }
-}
-
-class SqliteApiKeyRepository implements ApiKeyRepository {
-  readonly #attempts: Attempts
-  readonly #insert: StatementSync
-  readonly #findActive: StatementSync
-  readonly #list: StatementSync
-  readonly #revoke: StatementSync
-  readonly #countActive: StatementSync
-
-  constructor(db: DatabaseSync, attempts: Attempts) {
-    this.#attempts = attempts
-    this.#insert = db.prepare(
-      'INSERT INTO api_keys (id, name, hint, hash, created_at) VALUES (?, ?, ?, ?, ?)',
-    )
-    this.#findActive = db.prepare('SELECT id FROM api_keys WHERE hash = ? AND revoked_at IS NULL')
-    this.#list = db.prepare(
-      'SELECT id, name, hint, created_at AS createdAt, revoked_at AS revokedAt FROM api_keys ORDER BY created_at, id',
-    )
-    this.#revoke = db.prepare(
-      'UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
-    )
-    this.#countActive = db.prepare('SELECT count(*) AS n FROM api_keys WHERE revoked_at IS NULL')
-  }
-
-  async create(key: NewApiKeyRecord): Promise<ApiKeyRecord> {
-    const createdAt = new Date()
-    await this.#attempts.write(() =>
-      this.#insert.run(key.id, key.name, key.hint, key.hash, createdAt.toISOString()),
-    )
-    return { id: key.id, name: key.name, hint: key.hint, createdAt }
-  }
-
-  async findActiveByHash(hash: string): Promise<string | undefined> {
-    const row = await this.#attempts.read(() => this.#findActive.get(hash))
-    return row === undefined ? undefined : String(row.id)
-  }
-
-  async list(): Promise<ApiKeyRecord[]> {
-    const rows = await this.#attempts.read(() => this.#list.all())
-    return (rows as unknown as ApiKeyRow[]).map(toApiKey)
-  }
-
-  async revoke(id: string): Promise<boolean> {
-    const revokedAt = new Date().toISOString()
-    const { changes } = await this.#attempts.write(() => this.#revoke.run(revokedAt, id))
-    return Number(changes) > 0
-  }
-
-  async countActive(): Promise<number> {
-    return Number((await this.#attempts.read(() => this.#countActive.get()))?.n)
+    return pageOf(rows, limit, toPet)
   }
 }

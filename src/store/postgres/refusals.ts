@@ -7,7 +7,7 @@
 // The SQLSTATEs are PostgreSQL's connection-time ones (Appendix A of its manual: classes 28,
 // 3D, 42, 53, 55, 57), as the server or a pooler in front of it sends them; the rest are the
 // driver's and Node's TLS and socket errors, which carry no SQLSTATE.
-import { StoreOpenError, StoreUnavailableError } from './store.ts'
+import { StoreOpenError, StoreUnavailableError } from '../store.ts'
 
 /** Where the service tried to connect: pg's client knows it once DATABASE_URL is parsed. */
 export interface ConnectTarget {

@@ -1,5 +1,0 @@
-export interface Migration {
-  version: number
-  name: string
-  sql: string
-}

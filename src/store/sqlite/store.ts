@@ -1,0 +1,166 @@
+// The embedded store: SQLite through Node's built-in node:sqlite (no native addon).
+//
+// Durability (D10): WAL with synchronous=FULL, so a COMMIT returns only after the log is fsync'd.
+// To keep that affordable, concurrent creates are committed together (group commit): each
+// create joins a queue, and one transaction per event-loop turn inserts the whole queue and
+// commits once. Every caller's promise settles only after that commit.
+//
+// The commit runs on the event loop, which waits for the fsync. Committing on a writer thread
+// instead (its own connection; the loop serving requests meanwhile) was measured and dropped:
+// no faster at 50 connections, 6–17% slower at 10, with the server on one core (the thread's
+// hand-offs cost more than the fsync wait they save; docs/benchmarks.md).
+//
+// D16: no wait blocks the event loop, and a failing disk is a 503 said once (sqlite-failures.ts):
+// a lock held by another process is waited for in short tries on timers; a full, read-only or
+// failing disk answers 503 with what happened, is logged once (outages.ts), and turns readiness
+// 503 until a write commits again.
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { DatabaseSync, type StatementSync } from 'node:sqlite'
+import type { OutageLogger } from '../../outage-log.ts'
+import { type MigrationAdapter, runMigrations } from '../sql-core.ts'
+import { type Store, type StoreObserver, StoreOpenError, unobserved } from '../store.ts'
+import { SqliteApiKeyRepository } from './api-keys.ts'
+import { Attempts } from './attempts.ts'
+import { BUSY_TIMEOUT_MS, LOCK_TIMEOUT_MS, retryWhileBusy } from './failures.ts'
+import { sqliteMigrations } from './migrations.ts'
+import { SqlitePetRepository } from './pets.ts'
+
+export interface SqliteStoreOptions {
+  /** A file path, or ':memory:'. */
+  path: string
+  /** How long a write waits for another process's lock before a 503 (default 5 s). */
+  lockTimeoutMs?: number
+}
+
+/** Readiness answers quickly: a write probe waits this long at most for a lock. */
+const PROBE_TIMEOUT_MS = 1_000
+
+/**
+ * Readiness while writes fail writes this much, so that "ready" means room for more than the
+ * smallest write: a one-row probe can fit in the space a failed batch left allocated.
+ */
+const PROBE_HEADROOM_BYTES = 64 * 1024
+
+export function openSqliteStore(options: SqliteStoreOptions): Store {
+  try {
+    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true })
+    // Opening may wait for a lock the long way: nothing is served yet. Every later statement
+    // waits only BUSY_TIMEOUT_MS per try (sqlite-failures.ts).
+    const db = new DatabaseSync(options.path, { timeout: LOCK_TIMEOUT_MS })
+    db.exec('PRAGMA journal_mode = WAL')
+    db.exec('PRAGMA synchronous = FULL')
+    db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
+    return new SqliteStore(db, new Attempts(options.lockTimeoutMs ?? LOCK_TIMEOUT_MS))
+  } catch (err) {
+    throw new StoreOpenError(`cannot open the SQLite database ${options.path}`, { cause: err })
+  }
+}
+
+class SqliteStore implements Store {
+  readonly engine = 'sqlite'
+  readonly #db: DatabaseSync
+  readonly #attempts: Attempts
+  #pets: SqlitePetRepository | undefined
+  #apiKeys: SqliteApiKeyRepository | undefined
+  #probe: StatementSync | undefined
+  #observer: StoreObserver = unobserved
+
+  constructor(db: DatabaseSync, attempts: Attempts) {
+    this.#db = db
+    this.#attempts = attempts
+  }
+
+  // Repositories prepare their statements against the migrated schema, so they are built on
+  // first use, after migrate().
+  get pets(): SqlitePetRepository {
+    if (this.#pets === undefined) {
+      this.#pets = new SqlitePetRepository(this.#db, this.#attempts)
+      this.#pets.observer = this.#observer
+    }
+    return this.#pets
+  }
+
+  get apiKeys(): SqliteApiKeyRepository {
+    this.#apiKeys ??= new SqliteApiKeyRepository(this.#db, this.#attempts)
+    return this.#apiKeys
+  }
+
+  reportOutagesTo(log: OutageLogger): void {
+    this.#attempts.outages.logTo(log)
+  }
+
+  observe(observer: StoreObserver): void {
+    this.#observer = observer
+    if (this.#pets !== undefined) this.#pets.observer = observer
+  }
+
+  async migrate(): Promise<number[]> {
+    const attempts = this.#attempts
+    let done: number[]
+    try {
+      done = await runMigrations(
+        migrationAdapter(this.#db, attempts.lockTimeoutMs),
+        sqliteMigrations,
+      )
+    } catch (err) {
+      throw attempts.failed(err)
+    }
+    attempts.committed()
+    return done
+  }
+
+  /**
+   * While writes fail, readiness proves a write: `SELECT 1` succeeds on a full disk. The probe
+   * commits a row (with some headroom) in the one-row write_probe table, and its success ends
+   * the outage.
+   */
+  async ping(): Promise<void> {
+    if (this.#attempts.failing === undefined) {
+      this.#db.prepare('SELECT 1').get()
+      return
+    }
+    this.#probe ??= this.#db.prepare(
+      `UPDATE write_probe SET written_at = ?, headroom = zeroblob(${PROBE_HEADROOM_BYTES}) WHERE id = 1`,
+    )
+    const probe = this.#probe
+    await this.#attempts.write(() => probe.run(new Date().toISOString()), PROBE_TIMEOUT_MS)
+  }
+
+  async close(): Promise<void> {
+    if (!this.#db.isOpen) return
+    await this.#pets?.drain()
+    this.#db.close()
+  }
+}
+
+/** SQLite's side of the migrations (sql-core.ts). */
+function migrationAdapter(db: DatabaseSync, lockTimeoutMs: number): MigrationAdapter {
+  return {
+    // IMMEDIATE takes the write lock first, so two processes starting together apply each
+    // migration once: the second waits for it on timers (D16), then finds it applied. Once
+    // the lock is held, nothing else in the transaction waits.
+    begin: () => retryWhileBusy(() => db.exec('BEGIN IMMEDIATE'), lockTimeoutMs),
+    appliedVersions: async () => {
+      db.exec(
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
+      )
+      const rows = db.prepare('SELECT version FROM schema_migrations').all()
+      return new Set(rows.map((row) => Number(row.version)))
+    },
+    apply: async (migration) => {
+      db.exec(migration.sql)
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+        migration.version,
+        migration.name,
+        new Date().toISOString(),
+      )
+    },
+    commit: async () => {
+      db.exec('COMMIT')
+    },
+    rollback: async () => {
+      if (db.isTransaction) db.exec('ROLLBACK')
+    },
+  }
+}
