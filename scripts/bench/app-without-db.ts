@@ -31,7 +31,6 @@ const noKeys: ApiKeyRepository = {
 }
 
 const store: Store = {
-  engine: 'sqlite',
   pets: {
     create: () => Promise.reject(new Error('read-only')),
     createIdempotent: () => Promise.reject(new Error('read-only')),
@@ -49,6 +48,8 @@ const store: Store = {
   migrate: async () => [],
   ping: async () => {},
   close: async () => {},
+  reportOutagesTo: () => {},
+  observe: () => {},
 }
 
 // Wired as the service is, from its configuration: PETSTORE_API_KEYS from the environment.

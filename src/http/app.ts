@@ -77,10 +77,10 @@ export async function buildApp(parts: AppParts) {
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   // D16: the store says once in this log when the database fails and when it works again.
-  store.reportOutagesTo?.(app.log)
+  store.reportOutagesTo(app.log)
   const { metrics } = parts
   if (metrics !== undefined) {
-    store.observe?.(metrics.store)
+    store.observe(metrics.store)
     // First, so that every answer is timed, whichever hook gave it.
     await app.register(httpMetrics, { metrics })
   }
@@ -128,9 +128,8 @@ export async function buildApp(parts: AppParts) {
   await app.register(rejectOtherMethods)
 
   // D14: expired Idempotency-Key records are deleted in the background while the app runs.
-  // store.pets is read when a round runs, not now: SQLite's repository is built after migrate().
   const purge = new IdempotencyPurge({
-    pets: { purgeIdempotencyRecords: (...args) => store.pets.purgeIdempotencyRecords(...args) },
+    pets: store.pets,
     clock,
     ttlSeconds: idempotencyTtlSeconds,
   })

@@ -1,6 +1,7 @@
 // The storage interface the HTTP layer depends on. One implementation per engine
 // (sqlite/, postgres/, on the SQL core of sql-core.ts), each proven by the shared contract suite in test/store.
-// The store knows nothing of HTTP; it speaks in the contract's types.
+// The store knows nothing of HTTP; it speaks in the contract's types. What it keeps for a replay
+// (D14, StoredOutcome) is the HTTP layer's: numbers and text it stores and returns as given.
 import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
 import type { OutageLogger } from '../outage-log.ts'
 
@@ -17,7 +18,10 @@ export interface PetPage {
   hasMore: boolean
 }
 
-/** What a replay answers with (D14): the first request's status, body (JSON text) and Location. */
+/**
+ * What a replay answers with (D14): the first request's status, body (JSON text) and Location,
+ * as the HTTP layer gave them (routes/pets.ts); the store never reads them.
+ */
 export interface StoredOutcome {
   status: number
   body: string
@@ -127,8 +131,8 @@ export interface ApiKeyRepository {
   countActive(): Promise<number>
 }
 
+/** Whole when opened: its repositories work once migrate() has made the tables. */
 export interface Store {
-  readonly engine: 'sqlite' | 'postgres'
   readonly pets: PetRepository
   readonly apiKeys: ApiKeyRepository
   /** Applies pending migrations; returns the versions it applied. */
@@ -142,14 +146,14 @@ export interface Store {
   close(): Promise<void>
   /**
    * Where the store says that it fails and that it works again, once each (outages.ts), rather
-   * than each request saying it. Silent until called. Optional so that a test double need not.
+   * than each request saying it. Silent until called.
    */
-  reportOutagesTo?(log: OutageLogger): void
+  reportOutagesTo(log: OutageLogger): void
   /**
    * D17: where the store reports what operators graph (metrics.ts turns it into Prometheus
-   * figures). The store knows nothing of what listens. Optional, like reportOutagesTo.
+   * figures). The store knows nothing of what listens; unobserved until called.
    */
-  observe?(observer: StoreObserver): void
+  observe(observer: StoreObserver): void
 }
 
 /** What a store reports as it works (D17); every method is cheap and never throws. */

@@ -340,11 +340,12 @@ describe('503: Retry-After from an unreachable database', () => {
     await real.migrate()
     // The real store, unreachable for the next `failing` list calls: an outage that heals.
     const store: Store = {
-      engine: real.engine,
       apiKeys: real.apiKeys,
       migrate: () => real.migrate(),
       close: () => real.close(),
       ping: () => real.ping(),
+      reportOutagesTo: () => {},
+      observe: () => {},
       pets: {
         create: (...args) => real.pets.create(...args),
         createIdempotent: (...args) => real.pets.createIdempotent(...args),

@@ -13,11 +13,10 @@ export interface ReplacedOperations {
 /**
  * `real`, except for the operations in `replaced`. Keys, migrations and closing always reach the
  * real store, so the server under test starts and stops as usual. It reports no outages and no
- * metrics of its own (`reportOutagesTo` and `observe` are optional, and left out).
+ * metrics of its own (`reportOutagesTo` and `observe` do nothing).
  */
 export function failingStore(real: Store, replaced: ReplacedOperations): Store {
   return {
-    engine: real.engine,
     get pets(): PetRepository {
       const pets = real.pets
       return {
@@ -35,5 +34,7 @@ export function failingStore(real: Store, replaced: ReplacedOperations): Store {
     migrate: () => real.migrate(),
     ping: replaced.ping ?? (() => real.ping()),
     close: () => real.close(),
+    reportOutagesTo: () => {},
+    observe: () => {},
   }
 }

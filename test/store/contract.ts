@@ -4,11 +4,12 @@ import { after, before, describe, test } from 'node:test'
 import { hashApiKey } from '../../src/contract/api-key.ts'
 import type { NewPet } from '../../src/contract/schemas.ts'
 import { petJsonAroundId } from '../../src/http/routes/pets-json.ts'
-import { postgresMigrations } from '../../src/store/postgres/migrations.ts'
-import { sqliteMigrations } from '../../src/store/sqlite/migrations.ts'
+import type { Migration } from '../../src/store/sql-core.ts'
 import type { IdempotencyClaim, Store } from '../../src/store/store.ts'
 
 export interface StoreFixture {
+  /** The engine's migrations: what the first migrate() must apply. */
+  migrations: readonly Migration[]
   /** A new, empty, migrated-or-not store (the suite calls migrate). */
   open(): Promise<Store>
   /** Opens the same database again, as a restarted process would. */
@@ -61,10 +62,9 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
     before(async () => {
       fixture = await makeFixture()
       store = await fixture.open()
-      const all = store.engine === 'sqlite' ? sqliteMigrations : postgresMigrations
       assert.deepEqual(
         await store.migrate(),
-        all.map((migration) => migration.version),
+        fixture.migrations.map((migration) => migration.version),
         'the first migrate applies every version',
       )
     })

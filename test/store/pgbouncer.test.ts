@@ -5,6 +5,7 @@
 // prepared statements, session settings, and a statement timeout that must still fire.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import { postgresMigrations } from '../../src/store/postgres/migrations.ts'
 import { openPostgresStore } from '../../src/store/postgres/store.ts'
 import { type IdempotencyClaim, type Store, StoreUnavailableError } from '../../src/store/store.ts'
 import { type PgBouncer, pgbouncerSkipReason, startPgBouncer } from '../helpers/pgbouncer.ts'
@@ -71,7 +72,7 @@ describe('postgres behind PgBouncer (transaction mode)', { skip }, () => {
     const db = await createTestDatabase()
     const open = async () =>
       openPostgresStore({ url: bouncer.through(db.url), poolSize: 5, pooler: 'transaction' })
-    return { open, reopen: open, cleanup: db.drop }
+    return { migrations: postgresMigrations, open, reopen: open, cleanup: db.drop }
   })
 
   describe('one server connection shared by two services', () => {

@@ -24,6 +24,7 @@ describe('postgres', { skip }, () => {
   storeContract('postgres', async () => {
     const db = await createTestDatabase()
     return {
+      migrations: postgresMigrations,
       open: async () => open(db.url),
       reopen: async () => open(db.url),
       cleanup: db.drop,

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test } from 'node:test'
 import { backupSqliteDatabase } from '../../src/operations/backup.ts'
+import { sqliteMigrations } from '../../src/store/sqlite/migrations.ts'
 import { PetQueries } from '../../src/store/sqlite/pets.ts'
 import { openSqliteStore } from '../../src/store/sqlite/store.ts'
 import { tempDir } from '../helpers/server.ts'
@@ -13,6 +14,7 @@ storeContract('sqlite', async () => {
   const dir = await tempDir()
   const path = join(dir.path, 'contract.db')
   return {
+    migrations: sqliteMigrations,
     open: async () => openSqliteStore({ path }),
     reopen: async () => openSqliteStore({ path }),
     cleanup: dir.remove,

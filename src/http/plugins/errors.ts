@@ -10,16 +10,32 @@ import type {
 import fp from 'fastify-plugin'
 import { BODY_LIMIT_BYTES } from '../../contract/limits.ts'
 import { ApiError, codeForStatus, type ErrorCode, errorBody } from '../../errors.ts'
-import { StoreUnavailableError } from '../../store/store.ts'
+import { IdempotencyKeyInUseError, StoreUnavailableError } from '../../store/store.ts'
 
-function fromFrameworkError(err: FastifyError): ApiError {
-  if (err instanceof ApiError) return err
-  if (err.validation) return new ApiError('invalid_request', err.message)
+/** The one place the store's errors become HTTP's (the store knows no HTTP). */
+function fromStoreError(err: unknown): ApiError | undefined {
+  // D16: unreachable, locked past its wait, or unable to store: retry later.
   if (err instanceof StoreUnavailableError) {
     return new ApiError('unavailable', `${err.reason}; retry later`, {
       'retry-after': String(err.retryAfterSeconds),
     })
   }
+  // D14: the key is held by a request still being processed.
+  if (err instanceof IdempotencyKeyInUseError) {
+    return new ApiError(
+      'idempotency_key_in_use',
+      'a request with this Idempotency-Key is still being processed; retry in 1 s',
+      { 'retry-after': '1' },
+    )
+  }
+  return undefined
+}
+
+function fromFrameworkError(err: FastifyError): ApiError {
+  if (err instanceof ApiError) return err
+  if (err.validation) return new ApiError('invalid_request', err.message)
+  const fromStore = fromStoreError(err)
+  if (fromStore !== undefined) return fromStore
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError(

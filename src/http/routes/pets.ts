@@ -11,7 +11,7 @@ import {
 } from '../../contract/responses.ts'
 import { GetPetParams, ListPetsQuery, NewPet, Pet, Pets, ref } from '../../contract/schemas.ts'
 import { ApiError } from '../../errors.ts'
-import { IdempotencyKeyInUseError, type Store } from '../../store/store.ts'
+import type { Store } from '../../store/store.ts'
 import type { Deprecation } from '../plugins/deprecation.ts'
 import { decodeCursor, nextPageLink } from './cursor.ts'
 import { readIdempotencyKey, requestFingerprint } from './idempotency.ts'
@@ -126,29 +126,20 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (
       // D14: the pet and the answer to replay commit together; a repeat finds that answer.
       const fingerprint = requestFingerprint(request.body)
       const now = clock.now()
-      let result: Awaited<ReturnType<typeof store.pets.createIdempotent>>
-      try {
-        result = await store.pets.createIdempotent(request.body, {
-          apiKeyId: request.apiKeyId,
-          key,
-          fingerprint,
-          now: new Date(now),
-          expiredAt: new Date(now - idempotencyTtlMs),
-          outcome: {
-            status: 201,
-            body: petJsonAroundId(request.body),
-            location: { before: '/v1/pets/', after: '' },
-          },
-        })
-      } catch (err) {
-        if (!(err instanceof IdempotencyKeyInUseError)) throw err
-        throw new ApiError(
-          'idempotency_key_in_use',
-          'a request with this Idempotency-Key is still being processed; retry in 1 s',
-          { 'retry-after': '1' },
-        )
-      }
-      const { created, found } = result
+      // A key held by a request in flight rejects (IdempotencyKeyInUseError), answered 409 where
+      // every store error is answered (plugins/errors.ts).
+      const { created, found } = await store.pets.createIdempotent(request.body, {
+        apiKeyId: request.apiKeyId,
+        key,
+        fingerprint,
+        now: new Date(now),
+        expiredAt: new Date(now - idempotencyTtlMs),
+        outcome: {
+          status: 201,
+          body: petJsonAroundId(request.body),
+          location: { before: '/v1/pets/', after: '' },
+        },
+      })
       if (created !== undefined) {
         return reply.code(201).header('location', `/v1/pets/${created.id}`).send(created)
       }

@@ -59,7 +59,6 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
 }
 
 class PostgresStore implements Store {
-  readonly engine = 'postgres'
   readonly pets: PostgresPetRepository
   readonly apiKeys: PostgresApiKeyRepository
   readonly #url: string

@@ -1,6 +1,7 @@
 // How every SQLite statement runs (D16): a lock another process holds is waited for in short
 // tries on timers, never by blocking the event loop; failures are sorted (failures.ts) and
 // reported once (outages.ts).
+import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import { StoreOutages } from '../outages.ts'
 import { StoreUnavailableError } from '../store.ts'
 import { isBusy, retryWhileBusy, sortSqliteError } from './failures.ts'
@@ -67,5 +68,25 @@ export class Attempts {
   committed(): void {
     this.failing = undefined
     this.outages.succeeded()
+  }
+}
+
+/**
+ * A statement prepared when it first runs, not when its repository is made: a store is whole
+ * when opened, before migrate() has made the tables its statements name. `arrays`: rows come
+ * as arrays (pets.ts says why).
+ */
+export function preparedOnFirstUse(
+  db: DatabaseSync,
+  sql: string,
+  arrays = false,
+): () => StatementSync {
+  let statement: StatementSync | undefined
+  return () => {
+    if (statement === undefined) {
+      statement = db.prepare(sql)
+      if (arrays) statement.setReturnArrays(true)
+    }
+    return statement
   }
 }

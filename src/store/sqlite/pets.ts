@@ -17,7 +17,7 @@ import {
   unobserved,
   withId,
 } from '../store.ts'
-import type { Attempts } from './attempts.ts'
+import { type Attempts, preparedOnFirstUse } from './attempts.ts'
 import { Backoff, BUSY_TIMEOUT_MS, isBusy, lockedError } from './failures.ts'
 
 /** A pets row, selected as PET_COLUMNS, as node:sqlite returns it with setReturnArrays. */
@@ -62,18 +62,18 @@ const MAX_PAGE_ROWS = LIST_LIMIT.maximum + 1
  */
 export class PetQueries {
   readonly #db: DatabaseSync
-  readonly #byId: StatementSync
+  readonly #byId: () => StatementSync
   readonly #pages: StatementSync[] = []
   readonly #pagesByStatus: StatementSync[] = []
 
   constructor(db: DatabaseSync) {
     this.#db = db
-    this.#byId = preparePetQuery(db, `SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`)
+    this.#byId = preparedOnFirstUse(db, `SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`, true)
   }
 
   /** The row of pet `id`, or undefined. */
   get(id: number): PetRow | undefined {
-    return this.#byId.get(id) as unknown as PetRow | undefined
+    return this.#byId().get(id) as unknown as PetRow | undefined
   }
 
   /** Up to `count` rows after `afterId` in id order, only those with `status` when given. */
@@ -120,12 +120,12 @@ interface PendingCreate {
 export class SqlitePetRepository implements PetRepository {
   readonly #db: DatabaseSync
   readonly #attempts: Attempts
-  readonly #insert: StatementSync
+  readonly #insert: () => StatementSync
   readonly #reads: PetQueries
-  readonly #findRecord: StatementSync
-  readonly #claimRecord: StatementSync
-  readonly #deletePet: StatementSync
-  readonly #purgeRecords: StatementSync
+  readonly #findRecord: () => StatementSync
+  readonly #claimRecord: () => StatementSync
+  readonly #deletePet: () => StatementSync
+  readonly #purgeRecords: () => StatementSync
   #pending: PendingCreate[] = []
   /** D17: each group commit's size and duration. */
   observer: StoreObserver = unobserved
@@ -136,14 +136,19 @@ export class SqlitePetRepository implements PetRepository {
   constructor(db: DatabaseSync, attempts: Attempts) {
     this.#db = db
     this.#attempts = attempts
-    this.#insert = db.prepare('INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)')
+    this.#insert = preparedOnFirstUse(
+      db,
+      'INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)',
+    )
     this.#reads = new PetQueries(db)
-    this.#findRecord = db.prepare(
+    this.#findRecord = preparedOnFirstUse(
+      db,
       'SELECT fingerprint, status, body, location, created_at AS createdAt FROM idempotency_keys WHERE api_key_id = ? AND key = ?',
     )
     // D14: a record goes in unless a live one holds the key; an expired one (created at or
     // before the last parameter) is replaced. No change means the key is held.
-    this.#claimRecord = db.prepare(
+    this.#claimRecord = preparedOnFirstUse(
+      db,
       `INSERT INTO idempotency_keys (api_key_id, key, fingerprint, status, body, location, created_at)
         VALUES (?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = excluded.fingerprint,
@@ -151,8 +156,9 @@ export class SqlitePetRepository implements PetRepository {
           created_at = excluded.created_at
         WHERE idempotency_keys.created_at <= ?`,
     )
-    this.#deletePet = db.prepare('DELETE FROM pets WHERE id = ?')
-    this.#purgeRecords = db.prepare(
+    this.#deletePet = preparedOnFirstUse(db, 'DELETE FROM pets WHERE id = ?')
+    this.#purgeRecords = preparedOnFirstUse(
+      db,
       'DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE created_at <= ? LIMIT ?)',
     )
   }
@@ -168,7 +174,7 @@ export class SqlitePetRepository implements PetRepository {
 
   async purgeIdempotencyRecords(expiredAt: Date, limit: number): Promise<number> {
     const { changes } = await this.#attempts.write(() =>
-      this.#purgeRecords.run(expiredAt.getTime(), limit),
+      this.#purgeRecords().run(expiredAt.getTime(), limit),
     )
     return Number(changes)
   }
@@ -240,12 +246,12 @@ export class SqlitePetRepository implements PetRepository {
   #insertOne(pet: NewPet, claim: IdempotencyClaim | undefined): IdempotentCreate {
     // run() and lastInsertRowid, not INSERT … RETURNING with get(): a statement left open
     // by get() stops SQLite from checkpointing and the -wal file grows without bound.
-    const { lastInsertRowid } = this.#insert.run(pet.name, pet.categoryId, pet.status ?? null)
+    const { lastInsertRowid } = this.#insert().run(pet.name, pet.categoryId, pet.status ?? null)
     // As a row would come back: the schema's keys in its order (routes/pets-json.ts).
     const created = toPet([Number(lastInsertRowid), pet.name, pet.categoryId, pet.status ?? null])
     if (claim === undefined) return { created }
     const { status, body, location } = claim.outcome
-    const { changes } = this.#claimRecord.run(
+    const { changes } = this.#claimRecord().run(
       claim.apiKeyId,
       claim.key,
       claim.fingerprint,
@@ -256,8 +262,8 @@ export class SqlitePetRepository implements PetRepository {
       claim.expiredAt.getTime(),
     )
     if (Number(changes) === 1) return { created }
-    this.#deletePet.run(created.id)
-    const row = this.#findRecord.get(claim.apiKeyId, claim.key) as unknown as IdempotencyRow
+    this.#deletePet().run(created.id)
+    const row = this.#findRecord().get(claim.apiKeyId, claim.key) as unknown as IdempotencyRow
     return { found: toRecord(row) }
   }
 

@@ -19,7 +19,7 @@ import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import type { OutageLogger } from '../../outage-log.ts'
 import { type MigrationAdapter, runMigrations } from '../sql-core.ts'
-import { type Store, type StoreObserver, StoreOpenError, unobserved } from '../store.ts'
+import { type Store, type StoreObserver, StoreOpenError } from '../store.ts'
 import { SqliteApiKeyRepository } from './api-keys.ts'
 import { Attempts } from './attempts.ts'
 import { BUSY_TIMEOUT_MS, LOCK_TIMEOUT_MS, retryWhileBusy } from './failures.ts'
@@ -58,32 +58,19 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
 }
 
 class SqliteStore implements Store {
-  readonly engine = 'sqlite'
   readonly #db: DatabaseSync
   readonly #attempts: Attempts
-  #pets: SqlitePetRepository | undefined
-  #apiKeys: SqliteApiKeyRepository | undefined
+  // Their statements are prepared when first run (attempts.ts), so the repositories exist from
+  // the start, before migrate() has made the tables.
+  readonly pets: SqlitePetRepository
+  readonly apiKeys: SqliteApiKeyRepository
   #probe: StatementSync | undefined
-  #observer: StoreObserver = unobserved
 
   constructor(db: DatabaseSync, attempts: Attempts) {
     this.#db = db
     this.#attempts = attempts
-  }
-
-  // Repositories prepare their statements against the migrated schema, so they are built on
-  // first use, after migrate().
-  get pets(): SqlitePetRepository {
-    if (this.#pets === undefined) {
-      this.#pets = new SqlitePetRepository(this.#db, this.#attempts)
-      this.#pets.observer = this.#observer
-    }
-    return this.#pets
-  }
-
-  get apiKeys(): SqliteApiKeyRepository {
-    this.#apiKeys ??= new SqliteApiKeyRepository(this.#db, this.#attempts)
-    return this.#apiKeys
+    this.pets = new SqlitePetRepository(db, attempts)
+    this.apiKeys = new SqliteApiKeyRepository(db, attempts)
   }
 
   reportOutagesTo(log: OutageLogger): void {
@@ -91,8 +78,7 @@ class SqliteStore implements Store {
   }
 
   observe(observer: StoreObserver): void {
-    this.#observer = observer
-    if (this.#pets !== undefined) this.#pets.observer = observer
+    this.pets.observer = observer
   }
 
   async migrate(): Promise<number[]> {
@@ -129,7 +115,7 @@ class SqliteStore implements Store {
 
   async close(): Promise<void> {
     if (!this.#db.isOpen) return
-    await this.#pets?.drain()
+    await this.pets.drain()
     this.#db.close()
   }
 }
