@@ -35,7 +35,7 @@ export function createKeyVerifier({
   // The id of an environment key is derived from its hash, so every instance gives the same
   // key the same id (rate-limit counters are shared by id). Kept by the key itself, like the
   // configuration that holds them, so that an environment key costs one Map look-up, not a
-  // parse and a SHA-256 per request (7–9 µs of CPU per request, measured; docs/benchmarks.md). Keys this
+  // parse and a SHA-256 per request (docs/benchmarks.md has what that cost). Keys this
   // deployment would refuse anyway (corrupt, or of the other environment) are left out.
   const fromEnvironment = new Map(
     bootstrapKeys

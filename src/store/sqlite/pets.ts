@@ -40,8 +40,7 @@ export function toPet(row: PetRow): Pet {
 
 /**
  * Rows of pets come as arrays, not objects: node:sqlite's row objects are slow to make and to
- * read. Measured in the service, CPU per request: a page of 20 145 → 119 µs, of 100 250 →
- * 171 µs, getPet 75 → 69 µs (docs/benchmarks.md).
+ * read, a large share of a page's CPU when measured (docs/benchmarks.md).
  */
 function preparePetQuery(db: DatabaseSync, sql: string): StatementSync {
   const statement = db.prepare(sql)
