@@ -31,7 +31,7 @@ const SOCKET_ERROR_CODES = new Set([
 // Server errors a retry can outlive: 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot
 // connect now (starting up), 57014 statement timeout, 53300 too many connections. And the
 // refusals of a new connection (3D000 no such database, 28000 no such role or no pg_hba.conf
-// line, 28P01 wrong password): at start they end it with one line (postgres-refusals.ts); once
+// line, 28P01 wrong password): at start they end it with one line (refusals.ts); once
 // running, a database dropped or a role changed under the service is an outage, 503, until fixed.
 const RETRYABLE_SQLSTATES = new Set([
   '57P01',

@@ -10,7 +10,7 @@
 // no faster at 50 connections, 6–17% slower at 10, with the server on one core (the thread's
 // hand-offs cost more than the fsync wait they save; docs/benchmarks.md).
 //
-// D16: no wait blocks the event loop, and a failing disk is a 503 said once (sqlite-failures.ts):
+// D16: no wait blocks the event loop, and a failing disk is a 503 said once (failures.ts):
 // a lock held by another process is waited for in short tries on timers; a full, read-only or
 // failing disk answers 503 with what happened, is logged once (outages.ts), and turns readiness
 // 503 until a write commits again.
@@ -46,7 +46,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   try {
     if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true })
     // Opening may wait for a lock the long way: nothing is served yet. Every later statement
-    // waits only BUSY_TIMEOUT_MS per try (sqlite-failures.ts).
+    // waits only BUSY_TIMEOUT_MS per try (failures.ts).
     const db = new DatabaseSync(options.path, { timeout: LOCK_TIMEOUT_MS })
     db.exec('PRAGMA journal_mode = WAL')
     db.exec('PRAGMA synchronous = FULL')
