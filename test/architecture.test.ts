@@ -115,6 +115,18 @@ test('architecture: each part of src/ imports only from the layers below it', ()
   assert.deepEqual(importsNotDown(src, LAYERS), [])
 })
 
+test('architecture: the storage engines never import each other (they share store/*.ts)', () => {
+  const engines = ['src/store/sqlite/', 'src/store/postgres/']
+  const across = [...src].flatMap(([file, imports]) => {
+    const own = engines.find((engine) => file.startsWith(engine))
+    if (own === undefined) return []
+    return imports
+      .filter((target) => engines.some((engine) => engine !== own && target.startsWith(engine)))
+      .map((target) => `${file} → ${target}`)
+  })
+  assert.deepEqual(across, [])
+})
+
 test('architecture: the layer check finds an import that runs up or sideways', () => {
   const graph = new Map([
     ['src/store/sqlite/store.ts', ['src/http/app.ts', 'src/store/store.ts', 'src/config.ts']],

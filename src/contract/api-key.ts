@@ -1,6 +1,6 @@
 // API key format (D3): `petstore_<env>_<32 random base62><6 base62 CRC-32>`. In the contract
 // because it is what clients send and the configuration checks (PETSTORE_API_KEYS), below the
-// store that keeps keys (keys/).
+// store and keys/, which keep and check them.
 // The prefix names the environment, so secret scanners can spot a leaked key and a staging key
 // is refused by production; the checksum lets both tell a real key from a typo without a
 // database look-up. Only the SHA-256 of a key is ever stored.

@@ -1,5 +1,5 @@
 // buildApp: the Fastify instance from injected parts (config, store, key verifier, clock).
-// It never listens; process/instance.ts does, and tests build their own apps with their own parts.
+// It never listens. Every caller (the process, tests, scripts) builds it through process/compose.ts.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyServerOptions, LogController } from 'fastify'
 import { type Clock, systemClock } from '../clock.ts'
@@ -38,13 +38,13 @@ export interface AppParts {
   clock?: Clock
   rateLimitCounter?: WindowCounter
   lifecycle?: Lifecycle
-  /** D16: off unless given; the server passes PETSTORE_MAX_EVENT_LOOP_DELAY_MS. */
+  /** D16: off unless given; compose.ts passes PETSTORE_MAX_EVENT_LOOP_DELAY_MS. */
   loadShedding?: Omit<LoadSheddingOptions, 'exempt'>
   /** Fastify's logger option; off unless given. */
   logger?: FastifyServerOptions['logger']
   /**
-   * The HTTP server and its HTTP-layer errors (http-server.ts, D16). The process that listens
-   * gives them; without them Fastify makes a plain node:http server.
+   * The HTTP server and its HTTP-layer errors (http-server.ts, D16). compose.ts gives them;
+   * without them Fastify makes a plain node:http server.
    */
   http?: Pick<FastifyServerOptions, 'serverFactory' | 'clientErrorHandler'>
   /** D17: where the app's figures go (metrics.ts); none are taken unless given. */

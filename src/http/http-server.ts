@@ -1,6 +1,6 @@
 // The HTTP/1.1 server that owns the sockets (D16): what one client can make this process hold,
 // in memory or in time, is bounded by configuration, never by the client. The app (app.ts) never
-// sees a connection; process/instance.ts hands these parts to Fastify (`serverFactory`, `clientErrorHandler`).
+// sees a connection; process/compose.ts hands these parts to Fastify (`serverFactory`, `clientErrorHandler`).
 //
 // - Time. A request's headers must arrive within PETSTORE_HEADERS_TIMEOUT_MS and the whole request
 //   within PETSTORE_REQUEST_TIMEOUT_MS. Node checks these every `connectionsCheckingInterval`

@@ -138,3 +138,21 @@ test('sqlite: a page is as long as its count, and a count no page has is refused
     await dir.remove()
   }
 })
+
+// The migrations' transaction is the connection's: a second migrate() on the same store waits
+// for the first, then finds nothing to apply, instead of beginning or ending its transaction.
+test('sqlite: two migrate() calls on one store apply each migration once, together', async () => {
+  const dir = await tempDir()
+  const store = openSqliteStore({ path: join(dir.path, 'twice.db') })
+  try {
+    const [first, second] = await Promise.all([store.migrate(), store.migrate()])
+    assert.deepEqual(
+      first,
+      sqliteMigrations.map((migration) => migration.version),
+    )
+    assert.deepEqual(second, [])
+  } finally {
+    await store.close()
+    await dir.remove()
+  }
+})

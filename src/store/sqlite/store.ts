@@ -65,6 +65,7 @@ class SqliteStore implements Store {
   readonly pets: SqlitePetRepository
   readonly apiKeys: SqliteApiKeyRepository
   #probe: StatementSync | undefined
+  #migrating: Promise<unknown> = Promise.resolve()
 
   constructor(db: DatabaseSync, attempts: Attempts) {
     this.#db = db
@@ -81,7 +82,19 @@ class SqliteStore implements Store {
     this.pets.observer = observer
   }
 
-  async migrate(): Promise<number[]> {
+  /**
+   * One at a time: the migration's transaction is this connection's, so a second call waits for
+   * the first (and then finds nothing to apply) rather than begin or end it. Runs before the
+   * store serves anything (process/prepare.ts, the CLI).
+   */
+  migrate(): Promise<number[]> {
+    const after = this.#migrating.catch(() => {})
+    const run = after.then(() => this.#migrate())
+    this.#migrating = run
+    return run
+  }
+
+  async #migrate(): Promise<number[]> {
     const attempts = this.#attempts
     let done: number[]
     try {
@@ -122,11 +135,17 @@ class SqliteStore implements Store {
 
 /** SQLite's side of the migrations (sql-core.ts). */
 function migrationAdapter(db: DatabaseSync, lockTimeoutMs: number): MigrationAdapter {
+  let began = false
   return {
     // IMMEDIATE takes the write lock first, so two processes starting together apply each
     // migration once: the second waits for it on timers (D16), then finds it applied. Once
-    // the lock is held, nothing else in the transaction waits.
-    begin: () => retryWhileBusy(() => db.exec('BEGIN IMMEDIATE'), lockTimeoutMs),
+    // the lock is held, in WAL mode (store.ts opens it so) nothing else in the transaction
+    // waits, and the steps below are synchronous: no timer or I/O of this process runs
+    // between BEGIN and COMMIT.
+    begin: async () => {
+      await retryWhileBusy(() => db.exec('BEGIN IMMEDIATE'), lockTimeoutMs)
+      began = true
+    },
     appliedVersions: async () => {
       db.exec(
         'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
@@ -145,8 +164,14 @@ function migrationAdapter(db: DatabaseSync, lockTimeoutMs: number): MigrationAda
     commit: async () => {
       db.exec('COMMIT')
     },
+    // Only the transaction this run began; a failing ROLLBACK must not hide the failure.
     rollback: async () => {
-      if (db.isTransaction) db.exec('ROLLBACK')
+      if (!began || !db.isTransaction) return
+      try {
+        db.exec('ROLLBACK')
+      } catch {
+        // The connection has ended the transaction itself.
+      }
     },
   }
 }
