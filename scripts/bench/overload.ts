@@ -21,6 +21,7 @@ import autocannon from 'autocannon'
 import { configDefaults } from '../../src/config.ts'
 import { generateApiKey } from '../../src/contract/api-key.ts'
 import { pinning, pinSelf, type ServerProcess, startServer } from './processes.ts'
+import { percentile } from './rounds.ts'
 import { seed } from './seed.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -93,13 +94,6 @@ interface Figures {
   healthSteadyP99: number
   healthSteadyMax: number
   healthFailures: number
-}
-
-function percentile(values: number[], p: number): number {
-  if (values.length === 0) return Number.NaN
-  const sorted = Float64Array.from(values).sort()
-  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
-  return sorted[index] as number
 }
 
 async function seededCopy(name: string): Promise<string> {

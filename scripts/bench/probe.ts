@@ -5,7 +5,7 @@
 // error, an answer other than 200).
 //
 //   node scripts/bench/probe.ts <url> <seconds> <intervalMs>
-import { get } from 'node:http'
+import { probe as probeOnce } from '../fleet/probe.ts'
 
 const [url, seconds, intervalMs] = process.argv.slice(2)
 if (!url || !seconds || !intervalMs) {
@@ -13,18 +13,9 @@ if (!url || !seconds || !intervalMs) {
   process.exit(2)
 }
 
-function probe(): Promise<number | undefined> {
-  return new Promise((resolve) => {
-    const started = performance.now()
-    const request = get(url as string, { agent: false, timeout: 10_000 }, (response) => {
-      response.resume()
-      response.on('end', () =>
-        resolve(response.statusCode === 200 ? performance.now() - started : undefined),
-      )
-    })
-    request.on('timeout', () => request.destroy())
-    request.on('error', () => resolve(undefined))
-  })
+async function probe(): Promise<number | undefined> {
+  const { status, ms } = await probeOnce(url as string, 10_000)
+  return status === 200 ? ms : undefined
 }
 
 const probes: [number, number | null][] = []

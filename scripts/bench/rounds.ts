@@ -21,6 +21,14 @@ export function median(values: number[]): number {
     : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
 }
 
+/** The p-th percentile (0–100) of `values`, nearest rank; NaN when there are none. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN
+  const sorted = Float64Array.from(values).sort()
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
+  return sorted[index] as number
+}
+
 function medianFigures(runs: RunFigures[]): RunFigures {
   return {
     rps: median(runs.map((r) => r.rps)),

@@ -12,8 +12,8 @@ import { type ExecFileSyncOptions, execFileSync } from 'node:child_process'
 import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Client } from 'pg'
 import { freePort } from '../../test/helpers/free-port.ts'
+import { onDatabase } from '../../test/helpers/postgres.ts'
 
 /** Debian's PostgreSQL 15 server programs, unless PETSTORE_PG_BIN names another folder. */
 export const PG_BIN = process.env.PETSTORE_PG_BIN ?? '/usr/lib/postgresql/15/bin'
@@ -83,29 +83,18 @@ fsync = on
 async function waitForQuery(url: string, sql: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
-    const client = new Client({ connectionString: url, connectionTimeoutMillis: 1_000 })
-    client.on('error', () => {})
     try {
-      await client.connect()
-      await client.query(sql)
+      await onDatabase(url, (client) => client.query(sql))
       return
     } catch (err) {
       if (Date.now() > deadline) throw new Error(`${url} did not answer ${sql}: ${err}`)
-    } finally {
-      await client.end().catch(() => {})
     }
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
 }
 
 async function query<T extends object>(url: string, sql: string): Promise<T[]> {
-  const client = new Client({ connectionString: url })
-  await client.connect()
-  try {
-    return (await client.query<T>(sql)).rows
-  } finally {
-    await client.end()
-  }
+  return onDatabase(url, async (client) => (await client.query<T>(sql)).rows)
 }
 
 async function replicaSyncState(primary: Server): Promise<string | undefined> {

@@ -1,5 +1,6 @@
 // What an orchestrator's probe does: a GET on a fresh connection (no keep-alive, as kubelet's
-// probes are), with a timeout; the status and how long it took.
+// probes are), with a timeout; the status and how long it took. The fleet harness and the
+// benchmark's prober (scripts/bench/probe.ts) both send theirs here.
 import { request } from 'node:http'
 
 export interface ProbeResult {
@@ -22,12 +23,4 @@ export function probe(url: string, timeoutMs: number): Promise<ProbeResult> {
     req.once('error', () => done(undefined))
     req.end()
   })
-}
-
-/** The p-th percentile (0–100) of `values`, nearest-rank; NaN when there are none. */
-export function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN
-  const sorted = [...values].sort((a, b) => a - b)
-  const rank = Math.ceil((p / 100) * sorted.length)
-  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1] as number
 }

@@ -20,9 +20,9 @@
 //   npm run fleet                the full run; writes docs/fleet.md (about 2 minutes)
 //   npm run fleet -- --quick     shorter faults and 500 extra connections; writes nothing
 import { execFileSync, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { writeFileSync } from 'node:fs'
-import { connect } from 'node:net'
 import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
@@ -32,11 +32,13 @@ import { checkStored, startUsers, type UsersRun } from '../../test/helpers/fleet
 import { freePort } from '../../test/helpers/free-port.ts'
 import { type BackendStats, type HAProxy, startHAProxy } from '../../test/helpers/haproxy.ts'
 import { type PgBouncer, startPgBouncer } from '../../test/helpers/pgbouncer.ts'
+import { onDatabase } from '../../test/helpers/postgres.ts'
 import { type ServiceProcess, startService } from '../../test/helpers/process.ts'
 import { type RedisServer, startRedisServer } from '../../test/helpers/redis-server.ts'
 import { requireWrk, wrkVersion } from '../bench/load.ts'
+import { percentile } from '../bench/rounds.ts'
 import { PG_BIN, type PostgresPair, startPostgresPair } from './postgres-pair.ts'
-import { percentile, probe } from './probe.ts'
+import { probe } from './probe.ts'
 import { type FleetReport, type FloodReport, type PhaseReport, renderFleet } from './report.ts'
 
 const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false } } })
@@ -98,7 +100,7 @@ async function buildFleet(): Promise<Fleet> {
   cleanups.push(() => pgbouncer.stop())
   const redis = await startRedisServer()
   cleanups.push(() => redis.stop())
-  const key = `fleet-${execFileSync('head', ['-c', '24', '/dev/urandom']).toString('hex')}`
+  const key = `fleet-${randomBytes(24).toString('hex')}`
   const ports: number[] = []
   const probePorts: number[] = []
   for (let i = 0; i < INSTANCES; i++) ports.push(await freePort())
@@ -138,14 +140,7 @@ async function buildFleet(): Promise<Fleet> {
 }
 
 async function sql(url: string, statement: string): Promise<void> {
-  const { Client } = await import('pg')
-  const client = new Client({ connectionString: url })
-  await client.connect()
-  try {
-    await client.query(statement)
-  } finally {
-    await client.end()
-  }
+  await onDatabase(url, (client) => client.query(statement))
 }
 
 /** One create and one read through the balancer, each at the first attempt (no retry). */
@@ -203,21 +198,6 @@ async function fullServiceAfter(
   }
 }
 
-/** Keys in Redis (DBSIZE over a plain socket): counting has resumed once there are some. */
-function redisKeys(port: number): Promise<number> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port })
-    const done = (n: number) => {
-      socket.destroy()
-      resolve(n)
-    }
-    socket.setTimeout(1_000, () => done(-1))
-    socket.once('error', () => done(-1))
-    socket.once('connect', () => socket.write('DBSIZE\r\n'))
-    socket.once('data', (data) => done(Number(/^:(\d+)/.exec(String(data))?.[1] ?? -1)))
-  })
-}
-
 interface Fault {
   name: string
   what: string
@@ -258,7 +238,8 @@ const faults: Fault[] = [
       await delay(REDIS_DOWN_MS)
       await fleet.redis.restart()
       const back = performance.now()
-      while ((await redisKeys(fleet.redis.port)) <= 0) {
+      // Counting has resumed once Redis holds keys again.
+      while ((await fleet.redis.keyCount()) <= 0) {
         if (performance.now() - back > RECOVERY_DEADLINE_MS) throw new Error('no counts in Redis')
         await delay(50)
       }

@@ -32,22 +32,29 @@ export interface RedisServer {
   kill(signal?: NodeJS.Signals): Promise<void>
   /** After kill(): starts it again on the same port, empty, and waits until it answers PING. */
   restart(): Promise<void>
+  /** How many keys it holds (DBSIZE); -1 when it does not answer. */
+  keyCount(): Promise<number>
   stop(): Promise<void>
 }
 
-/** PING over a plain socket: true on +PONG. */
-function pings(port: number): Promise<boolean> {
+/** One inline command over a plain socket: the first chunk of its reply, or undefined. */
+function ask(port: number, command: string): Promise<string | undefined> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port })
-    const done = (up: boolean) => {
+    const done = (reply: string | undefined) => {
       socket.destroy()
-      resolve(up)
+      resolve(reply)
     }
-    socket.setTimeout(1_000, () => done(false))
-    socket.once('error', () => done(false))
-    socket.once('connect', () => socket.write('PING\r\n'))
-    socket.once('data', (data) => done(data.toString().startsWith('+PONG')))
+    socket.setTimeout(1_000, () => done(undefined))
+    socket.once('error', () => done(undefined))
+    socket.once('connect', () => socket.write(`${command}\r\n`))
+    socket.once('data', (data) => done(data.toString()))
   })
+}
+
+/** PING: true on +PONG. */
+async function pings(port: number): Promise<boolean> {
+  return (await ask(port, 'PING'))?.startsWith('+PONG') ?? false
 }
 
 async function waitUntilServing(port: number, child: ChildProcess, log: () => string) {
@@ -119,6 +126,7 @@ async function startOnce(binary: string): Promise<RedisServer> {
       running = spawnServer()
       await waitUntilServing(port, running.child, () => output)
     },
+    keyCount: async () => Number(/^:(\d+)/.exec((await ask(port, 'DBSIZE')) ?? '')?.[1] ?? -1),
     stop,
   }
 }
