@@ -267,9 +267,10 @@ class Connection {
 
   /**
    * The rest of the read being parsed still becomes requests. Node keeps each one, with a
-   * response object, until the connection closes (~2 KB apiece: 200 sockets × 600 requests
-   * took +223 MB); with the parser's `onIncoming` (node:_http_server's per-request callback)
-   * replaced by one that drops them, it took +57 MB. Returning 1 tells the parser "no body",
+   * response object, until the connection closes, a few hundred megabytes for a few hundred
+   * pipelining sockets; with the parser's `onIncoming` (node:_http_server's per-request
+   * callback) replaced by one that drops them, a quarter of that (docs/benchmarks.md,
+   * "Measurements behind choices in the code"). Returning 1 tells the parser "no body",
    * which is harmless: the connection is closing. If a Node version lacks it, only the saving
    * is lost.
    */

@@ -16,8 +16,9 @@ const ajvOptions: Options = {
   // int64 is carried by `minimum`/`maximum`; the format itself is documentation.
   formats: { int64: true },
   // The schemas are ours and fixed; checking them against JSON Schema's meta-schema at every start
-  // compiled the meta-schema's own validator in each instance (measured: buildValidator 96 → 12 ms
-  // of a start's CPU). test/openapi.test.ts checks them against it once instead.
+  // compiled the meta-schema's own validator in each instance, most of buildValidator's CPU
+  // (docs/benchmarks.md, "Measurements behind choices in the code"). test/openapi.test.ts checks
+  // them against it once instead.
   validateSchema: false,
 }
 
@@ -146,9 +147,9 @@ function describeError(error: ValidationError, part: string): string {
  * Every field of an object that its schema does not list, in the order they came (D6 names them
  * all). Ajv stops at the first error and reports one; with `verbose` the error carries the object
  * and its schema, so the rest are found here, once a message is needed. Asking Ajv for every
- * error (`allErrors`) would make it collect them for every invalid body, and cost more on the
- * bodies built to be expensive: 16 KiB of 1,637 unknown fields took 520 µs to validate and
- * format that way, against 240 µs this way (90 µs when only the first was named; measured).
+ * error (`allErrors`) would make it collect them for every invalid body, and cost about twice as
+ * much on the bodies built to be expensive (docs/benchmarks.md, "Measurements behind choices in
+ * the code").
  */
 function unknownFields(error: ValidationError): string[] {
   const params = error.params as Record<string, unknown>

@@ -11,8 +11,9 @@ import { BUSY_TIMEOUT_MS, LOCK_TIMEOUT_MS, retryWhileBusy } from '../store/sqlit
  * operator checks a backup: its size, and its pets and API keys, counted in the copy itself.
  *
  * The whole file is copied in one step. In steps of a few pages (node:sqlite's default is 100),
- * every write by the service between two steps restarts the copy: measured on a 160 MB file
- * with a write every 5 ms, it had not finished after 120 s; in one step it took 0.8 s. In WAL
+ * every write by the service between two steps restarts the copy, so a busy service's backup
+ * may never finish; in one step it takes about a second per 200 MB (docs/benchmarks.md,
+ * "Measurements behind choices in the code"). In WAL
  * mode the service's writes do not wait for the copy meanwhile.
  *
  * The copy is written under a temporary name and renamed when complete, so an interrupted

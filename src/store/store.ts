@@ -1,5 +1,6 @@
-// The storage interface the HTTP layer depends on. One implementation per engine
-// (sqlite/, postgres/, on the SQL core of sql-core.ts), each proven by the shared contract suite in test/store.
+// The storage interface the HTTP layer depends on. One implementation per engine (sqlite/,
+// postgres/, on the SQL core of sql-core.ts), each proven by the shared contract suite in
+// test/store.
 // The store knows nothing of HTTP; it speaks in the contract's types. What it keeps for a replay
 // (D14, StoredOutcome) is the HTTP layer's: numbers and text it stores and returns as given.
 import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
@@ -20,7 +21,9 @@ export interface PetPage {
 
 /**
  * What a replay answers with (D14): the first request's status, body (JSON text) and Location,
- * as the HTTP layer gave them (routes/pets.ts); the store never reads them.
+ * as the HTTP layer gave them (routes/pets.ts); the store never reads them. The answer itself,
+ * not the pet's id, so that a replay is the first answer even after Pet changes (D14 in
+ * docs/decisions.md).
  */
 export interface StoredOutcome {
   status: number

@@ -16,10 +16,10 @@ import fp from 'fastify-plugin'
 export const COMPRESSION_THRESHOLD_BYTES = 1024
 
 /**
- * Brotli at quality 3. zlib's default, 11, is made for files compressed once: on a list of 100
- * pets (6.9 KB) it took 11.7 ms of CPU, against 58 µs at 3, 89 µs at 4 (the plugin's choice)
- * and 62 µs for gzip, for 615, 779, 754 and 964 bytes (scripts/bench/compression.ts, D17).
- * Quality 3 costs what gzip does and is 20% smaller; 4 saves 3% more for half as much CPU again.
+ * Brotli at quality 3 (D17). zlib's default, 11, is made for files compressed once and costs a
+ * request two hundred times what 3 does on a list of 100 pets; 3 costs what gzip does and is
+ * smaller; 4 (the plugin's choice) saves a few per cent more for half as much CPU again
+ * (scripts/bench/compression.ts; docs/benchmarks.md, "Measurements behind choices in the code").
  */
 export const BROTLI_QUALITY = 3
 

@@ -86,9 +86,9 @@ function invalidUtf8At(bytes: Uint8Array): number {
 
 /**
  * The body as text, refusing invalid UTF-8 where a decoder would put U+FFFD. `isUtf8` (simdutf)
- * and then `toString`, rather than a fatal `TextDecoder`: the same for ASCII bodies, and half the
- * time for non-ASCII ones (16 KiB of é: 3.0 µs against 7.3 µs; 50 bytes: 0.08 µs, of which the
- * check is 0.02 µs over the decoding Fastify did anyway; measured).
+ * and then `toString`, rather than a fatal `TextDecoder`: the same for ASCII bodies, and under
+ * half the time for non-ASCII ones (docs/benchmarks.md, "Measurements behind choices in the
+ * code").
  */
 function decodeUtf8(bytes: Buffer): string {
   if (isUtf8(bytes)) return bytes.toString('utf8')
@@ -126,8 +126,8 @@ function refuseInexactIntegers(
 /**
  * A number written with a fraction or an exponent has a digit right before its `.`, `e` or `E`.
  * Bodies without one (most) are parsed without the reviver, which made JSON.parse five times
- * slower (2 µs against 0.4 µs; 4 µs of CPU per createPet in the service, measured); with one,
- * the reviver looks at each number's source.
+ * slower (docs/benchmarks.md, "Measurements behind choices in the code"); with one, the reviver
+ * looks at each number's source.
  */
 const MAY_HAVE_INEXACT_NUMBER = /\d[.eE]/
 
@@ -169,8 +169,9 @@ function countKeys(value: unknown): number {
  * outside a string follows a key, so the text holds at least as many colons as keys; JSON.parse
  * gives each object one own property per distinct key (`__proto__` included). So if the colons
  * are no more than the parsed keys, the text's keys are all distinct. More colons mean a
- * duplicate or a colon inside a string (`"12:30"`), and the exact scan tells which. Costs
- * 0.06 µs on a 50-byte NewPet and 0.16 µs on one padded to 16 KiB with white space (measured).
+ * duplicate or a colon inside a string (`"12:30"`), and the exact scan tells which. A fraction
+ * of a microsecond even on 16 KiB of white space (docs/benchmarks.md, "Measurements behind
+ * choices in the code").
  */
 function mayHaveDuplicateKeys(text: string, value: unknown): boolean {
   const keys = countKeys(value)
@@ -187,9 +188,10 @@ function mayHaveDuplicateKeys(text: string, value: unknown): boolean {
  * (`"\u006eame"` is `"name"`); undefined when every key is unique. The text is one JSON.parse
  * has accepted, so a `"` outside a string starts one, and the first `"` after it that is not
  * escaped (preceded by an odd number of backslashes) ends it. Strings are skipped with indexOf;
- * everything else is read a character at a time, which bounds the cost by the body's length
- * where a regular-expression search costs 30 ns a token. 0.2 µs on a 50-byte NewPet; at most
- * about 100 µs on 16 KiB (2,700 nested objects), less than JSON.parse takes on it (measured).
+ * everything else is read a character at a time, which bounds the cost by the body's length,
+ * where a regular-expression search costs more per token. On the worst 16 KiB body it costs
+ * less than JSON.parse took on it (docs/benchmarks.md, "Measurements behind choices in the
+ * code").
  */
 function findDuplicateKey(text: string): { key: string; nested: boolean } | undefined {
   // One entry per open bracket, innermost last. An array is null. An object is its keys so far:
@@ -250,10 +252,9 @@ function quoteKey(key: string): string {
 
 /**
  * A request body's bytes to the value it holds, or an ApiError (400) naming the first problem:
- * invalid UTF-8, malformed JSON, an integer written inexactly, a key given twice. The UTF-8 and
- * key checks add 0.16 µs to a 50-byte NewPet (0.32 → 0.48 µs) and under 1 µs to 16 KiB of white
- * space or of one string; the costliest 16 KiB body, 1,637 keys, goes from 160 to 300 µs
- * (measured with scripts/bench/json-body.ts beside the previous parser).
+ * invalid UTF-8, malformed JSON, an integer written inexactly, a key given twice. What the
+ * UTF-8 and key checks add is measured by scripts/bench/json-body.ts beside a parser without
+ * them (docs/benchmarks.md, "Measurements behind choices in the code").
  */
 export function parseJsonBody(bytes: Buffer): unknown {
   const text = decodeUtf8(bytes)

@@ -50,10 +50,10 @@ declare module 'fastify' {
 /**
  * How often the delay is sampled. The histogram records the gaps between its 10 ms ticks and
  * starts afresh at each sample, so a sample that spans fewer than two ticks has no gap and reads
- * as an infinite delay. With samples as long as the threshold that happens now and then even at
- * half of it (measured, 100 ms threshold: 9% of samples while the loop turned every 30 ms). With
- * samples twice as long, no sample read over the threshold for turns up to 80% of it, and longer
- * turns read as what they are.
+ * as an infinite delay. With samples as long as the threshold that happens now and then even
+ * when the loop turns in a third of it; with samples twice as long, not for turns well past half
+ * of it, and longer turns read as what they are (docs/benchmarks.md, "Measurements behind
+ * choices in the code").
  */
 export function sampleIntervalMs(maxEventLoopDelayMs: number): number {
   return Math.max(20, 2 * maxEventLoopDelayMs)

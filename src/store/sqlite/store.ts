@@ -7,8 +7,8 @@
 //
 // The commit runs on the event loop, which waits for the fsync. Committing on a writer thread
 // instead (its own connection; the loop serving requests meanwhile) was measured and dropped:
-// no faster at 50 connections, 6–17% slower at 10, with the server on one core (the thread's
-// hand-offs cost more than the fsync wait they save; docs/benchmarks.md).
+// no faster, and slower at few connections, with the server on one core (the thread's hand-offs
+// cost more than the fsync wait they save; docs/benchmarks.md, "Tried, measured, and left out").
 //
 // D16: no wait blocks the event loop, and a failing disk is a 503 said once (failures.ts):
 // a lock held by another process is waited for in short tries on timers; a full, read-only or
