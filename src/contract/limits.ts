@@ -27,3 +27,12 @@ export const IDEMPOTENCY_KEY_MAX_LENGTH = 255
 /** Idempotency records expire this long after the first request, unless PETSTORE_IDEMPOTENCY_TTL says (D14). */
 export const IDEMPOTENCY_TTL_DEFAULT_SECONDS = 24 * 60 * 60
 export const IDEMPOTENCY_TTL_MAX_SECONDS = 7 * 24 * 60 * 60
+
+/**
+ * Longest accepted `Authorization` field: a key is 52 characters at most (`petstore_staging_`, 32
+ * random, a 6-character checksum), so a longer field is refused before it is parsed.
+ */
+export const AUTHORIZATION_MAX_LENGTH = 512
+
+/** Longest key PETSTORE_API_KEYS may hold: what fits `Bearer <key>` within that field. */
+export const API_KEY_MAX_LENGTH = AUTHORIZATION_MAX_LENGTH - 'Bearer '.length

@@ -2,6 +2,7 @@
 // Paths and schemas come from the routes and contract/schemas.ts (plugins/openapi.ts).
 import { errorCatalog, errorCodes } from '../errors.ts'
 import {
+  AUTHORIZATION_MAX_LENGTH,
   BODY_LIMIT_BYTES,
   GET_PET_SUNSET_AT,
   LIST_LIMIT,
@@ -19,7 +20,7 @@ const errorTable = [
 
 const description = `List, add and retrieve a store's animals.
 
-**Authentication.** Every operation needs \`Authorization: Bearer <API key>\`. A missing or invalid key is a 401 with an RFC 6750 \`WWW-Authenticate\` challenge. Keys are checked before anything else in the request.
+**Authentication.** Every operation needs \`Authorization: Bearer <API key>\`. A missing or invalid key is a 401 with an RFC 6750 \`WWW-Authenticate\` challenge, and so is an \`Authorization\` field longer than ${AUTHORIZATION_MAX_LENGTH} characters; the field sent more than once is a 400. Keys are checked before anything else in the request.
 
 **Errors.** Every error is \`application/json\` \`{code, message, status}\`; \`status\` equals the HTTP status and \`message\` names the offending field and rule. The codes form a closed list:
 

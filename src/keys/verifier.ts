@@ -1,6 +1,7 @@
 // Decides whether a bearer token is a valid API key (D2, D3): keys from PETSTORE_API_KEYS are
-// held as hashes in memory; keys made by the CLI are looked up by hash in the store, so a
-// revocation takes effect on the next request, in every instance.
+// held in memory; keys made by the CLI, always structured (petstore_<env>_…), are looked up by
+// hash in the store, so a revocation takes effect on the next request, in every instance. No
+// other token ever reaches the store.
 
 import {
   type DeploymentEnv,
@@ -40,7 +41,7 @@ export function createKeyVerifier({
   const fromEnvironment = new Map(
     bootstrapKeys
       .filter((key) => acceptable(parseApiKey(key), env))
-      .map((key) => [key, `env_${hashApiKey(key).slice(0, 12)}`] as const),
+      .map((key) => [key, environmentKeyId(key)] as const),
   )
 
   return function verify(token) {
@@ -48,7 +49,10 @@ export function createKeyVerifier({
     if (environmentKeyId !== undefined) return { valid: true, keyId: environmentKeyId }
     const parsed = parseApiKey(token)
     if (parsed.kind === 'corrupt') return { valid: false, reason: 'the API key is malformed' }
-    if (parsed.kind === 'structured' && parsed.env !== env) {
+    // The store holds only keys that `petstore keys create` (or the first start) made, all
+    // structured: any other token is refused without a hash or a query.
+    if (parsed.kind === 'opaque') return NOT_VALID
+    if (parsed.env !== env) {
       return { valid: false, reason: `the API key is a ${parsed.env} key; this is ${env}` }
     }
     // Asked on every request, not cached: a revocation holds from the next request, everywhere.
@@ -56,6 +60,11 @@ export function createKeyVerifier({
       .findActiveByHash(hashApiKey(token))
       .then((keyId) => (keyId === undefined ? NOT_VALID : { valid: true, keyId }))
   }
+}
+
+/** The id of a key from PETSTORE_API_KEYS: what logs and rate limits name it by, never the key. */
+export function environmentKeyId(key: string): string {
+  return `env_${hashApiKey(key).slice(0, 12)}`
 }
 
 /** Not corrupt, and not a key of the other environment. */

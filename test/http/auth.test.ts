@@ -5,6 +5,11 @@ import { connect } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { generateApiKey, hashApiKey, keyHint, newKeyId } from '../../src/contract/api-key.ts'
 import { issueApiKey } from '../../src/keys/issue.ts'
+import { createKeyVerifier } from '../../src/keys/verifier.ts'
+import { loggerOptions } from '../../src/observability/logging.ts'
+import type { ApiKeyRepository } from '../../src/store/store.ts'
+import { memoryLog } from '../helpers/logs.ts'
+import { openSocket, parseResponses } from '../helpers/raw-http.ts'
 import { createPet, errorOf, startServer, type TestServer } from '../helpers/server.ts'
 
 const CHALLENGE = 'Bearer realm="petstore"'
@@ -336,5 +341,149 @@ describe('auth: environment keys and environments (D3)', () => {
     } finally {
       await staging.close()
     }
+  })
+})
+
+describe('auth: hostile Authorization fields', () => {
+  let server: TestServer
+  const log = memoryLog()
+
+  before(async () => {
+    server = await startServer({
+      logger: { ...loggerOptions({ logLevel: 'info' }), stream: log.stream },
+    })
+  })
+  after(() => server.close())
+
+  /** "Bearer", 15,000 spaces, "x y": once a quarter of a second of backtracking per request. */
+  const SPACES = `Bearer${' '.repeat(15_000)}x y`
+
+  /** A request's status and its time on the client's clock (fetch's pool keeps connections). */
+  async function timed(path: string, authorization?: string): Promise<[number, number]> {
+    const started = performance.now()
+    const response = await fetch(server.url + path, {
+      headers: authorization === undefined ? {} : { authorization },
+    })
+    await response.arrayBuffer()
+    return [performance.now() - started, response.status]
+  }
+
+  it('a 16 KiB field of spaces is refused at once, naming the limit', async () => {
+    const message = await assertUnauthorized(
+      await fetch(`${server.url}/v1/pets`, { headers: { authorization: SPACES } }),
+      INVALID_TOKEN,
+    )
+    assert.match(message, /longer than 512 characters/)
+    // The server's own time for each (its log's durationMs, from the request's arrival to its
+    // answer), the fastest of five, so that the other tests sharing this process do not decide:
+    // a comparison of lengths, where the pattern it replaced spent hundreds of milliseconds.
+    const ids = Array.from({ length: 5 }, (_, i) => `hostile-spaces-${i}`)
+    for (const id of ids) {
+      const response = await fetch(`${server.url}/v1/pets`, {
+        headers: { authorization: SPACES, 'x-request-id': id },
+      })
+      assert.equal(response.status, 401)
+      await response.arrayBuffer()
+    }
+    const times = log
+      .lines()
+      .filter((line) => ids.includes(String(line.reqId)))
+      .map((line) => Number(line.durationMs))
+    assert.equal(times.length, 5)
+    assert.ok(Math.min(...times) < 5, `fastest of five: ${Math.min(...times)} ms`)
+  })
+
+  it('a request beside a burst of them is held up no more than beside ordinary 401s', async () => {
+    /** The fastest of three: /healthz sent beside eight requests with `authorization`. */
+    const besideBurst = async (authorization: string) => {
+      const times: number[] = []
+      for (let round = 0; round < 3; round++) {
+        const burst = Array.from({ length: 8 }, () => timed('/v1/pets', authorization))
+        const [time, status] = await timed('/healthz')
+        assert.equal(status, 200)
+        times.push(time)
+        for (const [, refused] of await Promise.all(burst)) assert.equal(refused, 401)
+      }
+      return Math.min(...times)
+    }
+    const ordinary = await besideBurst('Bearer x y')
+    const hostile = await besideBurst(SPACES)
+    // Eight of the old pattern's quarter seconds would have held it up two seconds.
+    assert.ok(
+      hostile < ordinary + 50,
+      `beside hostile: ${hostile} ms, beside ordinary: ${ordinary} ms`,
+    )
+  })
+
+  it('parses a long field within the limit in one pass (spaces, then a token)', async () => {
+    const spaced = `Bearer${' '.repeat(400)}${server.key}`
+    assert.equal(
+      (await fetch(`${server.url}/v1/pets`, { headers: { authorization: spaced } })).status,
+      200,
+    )
+    const twoTokens = `Bearer${' '.repeat(400)}x y`
+    const message = await assertUnauthorized(
+      await fetch(`${server.url}/v1/pets`, { headers: { authorization: twoTokens } }),
+      CHALLENGE,
+    )
+    assert.match(message, /Bearer scheme/)
+  })
+
+  it('two Authorization fields are a 400 naming the header, even when both hold the key', async () => {
+    for (const second of [server.key, generateApiKey('production')]) {
+      const { status, head } = await rawRequest(server, [
+        'GET /v1/pets HTTP/1.1',
+        'Host: localhost',
+        `Authorization: Bearer ${server.key}`,
+        `authorization: Bearer ${second}`,
+      ])
+      assert.equal(status, 400)
+      assert.match(head, /content-type: application\/json/)
+    }
+    const socket = await openSocket(server.url)
+    socket.end(
+      `GET /v1/pets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${server.key}\r\nAuthorization: Bearer x\r\nConnection: close\r\n\r\n`,
+    )
+    const chunks: Buffer[] = []
+    for await (const chunk of socket) chunks.push(chunk as Buffer)
+    const [response] = parseResponses(Buffer.concat(chunks))
+    assert.equal(response?.status, 400)
+    const body = JSON.parse(response?.body ?? '{}') as { code: string; message: string }
+    assert.equal(body.code, 'invalid_request')
+    assert.match(body.message, /Authorization header was sent more than once/)
+  })
+})
+
+describe('auth: tokens that cannot be keys never reach the store', () => {
+  const opaque = 'operator-key-0123456789-abcdefghijklmnop'
+  let lookups = 0
+  const verify = createKeyVerifier({
+    env: 'production',
+    bootstrapKeys: [opaque],
+    apiKeys: {
+      findActiveByHash: async () => {
+        lookups++
+        return undefined
+      },
+    } as unknown as ApiKeyRepository, // only the look-up is reached
+  })
+
+  it('an opaque token not in PETSTORE_API_KEYS is refused without a look-up', () => {
+    const check = verify('not-a-key-but-long-enough-to-look-like-one')
+    assert.deepEqual(check, {
+      valid: false,
+      reason: 'the API key is not valid or has been revoked',
+    })
+    assert.equal(lookups, 0)
+  })
+
+  it('an opaque environment key is accepted, and a structured key is looked up', async () => {
+    assert.equal((verify(opaque) as { valid: boolean }).valid, true)
+    const structured = await verify(generateApiKey('production'))
+    assert.deepEqual(structured, {
+      valid: false,
+      reason: 'the API key is not valid or has been revoked',
+    })
+    assert.equal(lookups, 1)
   })
 })

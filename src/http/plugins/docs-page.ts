@@ -126,11 +126,29 @@ export const docsPage: FastifyPluginAsync<{ document: () => FixedBody }> = async
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', REVALIDATE)
     let body = payload
     if (pageUrls.has(url) && typeof payload === 'string') {
-      body = payload.replace(/(\/static\/[\w./-]+)"/g, `$1?v=${version}"`)
+      body = versionAssetUrls(payload, version)
     }
     done(null, withEtag(request, reply, body))
   })
 }
+
+/**
+ * Every quoted URL of the page's own assets gets `?v=<version>`, so a new release is fetched
+ * anew. Cut at the quotes rather than searched for with one pattern: a search that may start
+ * anywhere and run to the end of a path is quadratic in the path (test/redos.test.ts).
+ */
+function versionAssetUrls(page: string, version: string): string {
+  const parts = page.split('"')
+  return parts
+    .map((part, i) =>
+      i < parts.length - 1 && part.includes('/static/') && ASSET_PATH.test(part)
+        ? `${part}?v=${version}`
+        : part,
+    )
+    .join('"')
+}
+
+const ASSET_PATH = /^[\w./-]+$/
 
 /**
  * Generated bodies (the page, swagger-initializer.js) get a strong ETag of their bytes; files
