@@ -38,14 +38,45 @@ if (args[0] === 'serve' && !semiSpaceChosen && typeof process.execve === 'functi
     process.env,
   )
 }
-// Node's compile cache (in the system's temporary folder unless NODE_COMPILE_CACHE names
-// another; NODE_DISABLE_COMPILE_CACHE=1 turns it off) keeps each module as compiled, and for our
-// TypeScript the type-stripped source too. From the second start on, Node's TypeScript loader (a
-// WebAssembly module) is not loaded at all: a started server's RSS 110 → 91 MB, `petstore --help`
-// half the CPU (measured; docs/decisions.md, "Memory under load"). The first start after an
-// install or an upgrade fills it.
-const { enableCompileCache } = await import('node:module')
-enableCompileCache?.()
+// Node's compile cache keeps each module as compiled, and for our TypeScript the type-stripped
+// source too. From the second start on, Node's TypeScript loader (a WebAssembly module) is not
+// loaded at all: less memory once started and half the CPU for `petstore --help`
+// (docs/benchmarks.md). What the cache holds is run as our code, so it lives in a folder only
+// this user can write: NODE_COMPILE_CACHE's when set (Node itself enables it then), else one of
+// ours in the temporary folder, created 0700 and used only if it is a folder this user owns that
+// no one else may enter (another local user could otherwise plant code in a shared one).
+// NODE_DISABLE_COMPILE_CACHE=1 turns it off.
+if (process.env.NODE_COMPILE_CACHE === undefined && !process.env.NODE_DISABLE_COMPILE_CACHE) {
+  const folder = await privateCompileCache()
+  if (folder !== undefined) {
+    const { enableCompileCache } = await import('node:module')
+    enableCompileCache?.(folder)
+  }
+}
+
+/** `<tmp>/petstore-compile-cache-<uid>`, if it is this user's alone; undefined otherwise. */
+async function privateCompileCache() {
+  if (typeof process.getuid !== 'function') return undefined // Windows: no cache
+  const [{ lstatSync, mkdirSync }, { tmpdir }, { join }] = await Promise.all([
+    import('node:fs'),
+    import('node:os'),
+    import('node:path'),
+  ])
+  const uid = process.getuid()
+  const folder = join(tmpdir(), `petstore-compile-cache-${uid}`)
+  try {
+    mkdirSync(folder, { mode: 0o700 })
+  } catch (err) {
+    if (err?.code !== 'EEXIST') return undefined
+  }
+  try {
+    const found = lstatSync(folder)
+    const ours = found.isDirectory() && found.uid === uid && (found.mode & 0o077) === 0
+    return ours ? folder : undefined
+  } catch {
+    return undefined
+  }
+}
 // Started by npm (npx, which sets npm_lifecycle_event for what it runs), the server must not
 // outlive its launcher (D11; src/cli/npm-launcher.ts).
 if (args[0] === 'serve' && process.env.npm_lifecycle_event !== undefined) {

@@ -4,7 +4,9 @@
 // the process matters: the binary's streams and exit codes, a key used by a running service, a
 // backup beside a live one, and serve, whose failures end the process.
 import assert from 'node:assert/strict'
-import { readFile, stat, writeFile } from 'node:fs/promises'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { chmod, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises'
 import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -12,7 +14,7 @@ import { parseApiKey } from '../src/contract/api-key.ts'
 import { runMain } from './helpers/in-process.ts'
 import { type LogLine, logLines } from './helpers/logs.ts'
 import { ADMIN_URL, createTestDatabase, postgresSkipReason } from './helpers/postgres.ts'
-import { runCli, startService } from './helpers/process.ts'
+import { BIN, runCli, startService } from './helpers/process.ts'
 import { tempDir } from './helpers/server.ts'
 
 describe('petstore CLI', () => {
@@ -82,6 +84,27 @@ describe('petstore CLI', () => {
     assert.match(states.get(id)?.revokedAt ?? '', /^\d{4}-\d\d-\d\dT/)
     const others = keys.filter((k) => k.id !== id)
     assert.ok(others.every((k) => k.state === 'active' && !('revokedAt' in k)))
+  })
+
+  test('keys revoke given the key itself, not its id, repeats no secret and revokes nothing', async () => {
+    const created = await runMain(['keys', 'create', '--name', 'pasted'], env)
+    const key = created.stdout.trim()
+    for (const given of [key, key.slice(0, -1), 'some-opaque-operator-secret-0123456789']) {
+      const result = await runMain(['keys', 'revoke', given], env)
+      assert.equal(result.code, 2)
+      assert.ok(!result.stderr.includes(given), `the argument is not repeated: ${result.stderr}`)
+      assert.match(
+        result.stderr,
+        given.startsWith('petstore_')
+          ? /^petstore: keys revoke was given an API key where its ID is expected; nothing was revoked/
+          : /^petstore: keys revoke needs a key ID \(key_ and 12 letters or digits/,
+      )
+    }
+    const keys = JSON.parse((await runMain(['keys', 'list', '--json'], env)).stdout) as {
+      name: string
+      state: string
+    }[]
+    assert.equal(keys.find((k) => k.name === 'pasted')?.state, 'active')
   })
 
   test('backup copies the live database; a service on the copy has every pet and key', async () => {
@@ -506,5 +529,46 @@ describe('petstore CLI', () => {
       'petstore: invalid configuration: PORT must be an integer from 0 to 65535 (got "abc")\n',
     )
     assert.equal(result.stdout, '')
+  })
+})
+
+describe("Node's compile cache: in a folder of this user's alone", () => {
+  /** `petstore --version` with TMPDIR at `tmp` and no NODE_COMPILE_CACHE of the test run's. */
+  async function versionWithTemp(tmp: string): Promise<void> {
+    const child = spawn(process.execPath, [BIN, '--version'], {
+      env: { PATH: process.env.PATH ?? '', TMPDIR: tmp },
+      stdio: 'ignore',
+    })
+    const [code] = await once(child, 'exit')
+    assert.equal(code, 0)
+  }
+  const uid = process.getuid?.() ?? 0
+
+  test('made 0700 in the temporary folder, and filled', async (t) => {
+    if (process.platform === 'win32') return t.skip('no uid on Windows')
+    const dir = await tempDir()
+    try {
+      await versionWithTemp(dir.path)
+      const folder = join(dir.path, `petstore-compile-cache-${uid}`)
+      assert.equal((await stat(folder)).mode & 0o777, 0o700)
+      assert.ok((await readdir(folder, { recursive: true })).length > 0, 'the cache was written')
+      assert.deepEqual(await readdir(dir.path), [`petstore-compile-cache-${uid}`])
+    } finally {
+      await dir.remove()
+    }
+  })
+
+  test('a folder of that name that others may write is not used', async (t) => {
+    if (process.platform === 'win32') return t.skip('no uid on Windows')
+    const dir = await tempDir()
+    try {
+      const folder = join(dir.path, `petstore-compile-cache-${uid}`)
+      await mkdir(folder)
+      await chmod(folder, 0o777)
+      await versionWithTemp(dir.path)
+      assert.deepEqual(await readdir(folder), [], 'nothing was read from or written to it')
+    } finally {
+      await dir.remove()
+    }
   })
 })

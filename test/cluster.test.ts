@@ -13,11 +13,11 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
 import { runMain } from './helpers/in-process.ts'
 import { logLines, metricsUrlIn } from './helpers/logs.ts'
-import { type ServiceProcess, startService } from './helpers/process.ts'
+import { type ServiceProcess, startService, startServiceOnTerminal } from './helpers/process.ts'
 import { parseExposition, sampleValue } from './helpers/prometheus.ts'
 import { tempDir } from './helpers/server.ts'
 
-const KEY_LINE = /^ {4}(petstore_live_[0-9A-Za-z]{38})$/gm
+const KEY_LINE = /^ {4}(petstore_live_[0-9A-Za-z]{38})\r?$/gm
 
 const ascending = (a: number, b: number) => a - b
 
@@ -149,11 +149,18 @@ describe('petstore serve --workers', () => {
       await dir?.remove()
     })
 
-    test('the primary migrates and prints the first-start key exactly once', () => {
-      const keys = [...service.stderr().matchAll(KEY_LINE)].map((match) => match[1])
-      assert.equal(keys.length, 1, service.stderr())
-      key = keys[0] ?? ''
-      assert.ok(!service.stdout().includes(key), 'the key never reaches the JSON logs')
+    test('the primary migrates and, stderr not being a terminal, says once how to make a key', async () => {
+      const noKey = () =>
+        logLines(service.stdout()).filter((line) => /^no API key exists/.test(line.msg ?? ''))
+      // Said once both workers listen, which the primary hears after they say so.
+      await eventually('the primary says no key exists', () => noKey().length > 0)
+      assert.doesNotMatch(service.stderr(), /petstore_live_/)
+      const said = noKey()
+      assert.equal(said.length, 1, service.stdout())
+      assert.equal(said[0]?.role, 'primary')
+      const created = await runMain(['keys', 'create', '--name', 'cluster'], env)
+      key = created.stdout.trim()
+      assert.match(key, /^petstore_live_/)
     })
 
     test('two worker processes, children of the primary, answer on the one port', async () => {
@@ -276,5 +283,33 @@ describe('petstore serve --workers', () => {
         await restarted.stop()
       }
     })
+  })
+
+  test('on a terminal the primary makes the first key once every worker listens, and prints it once', async () => {
+    const dir = await tempDir()
+    try {
+      const service = await startServiceOnTerminal(
+        { DATABASE_URL: `sqlite:${join(dir.path, 'terminal.db')}`, PETSTORE_RATE_LIMIT: '0' },
+        ['--workers', '2'],
+      )
+      try {
+        await eventually(
+          'both workers listen and the key is shown',
+          () =>
+            [...service.output().matchAll(KEY_LINE)].length > 0 &&
+            service.output().split('worker listening').length === 3,
+        )
+        const keys = [...service.output().matchAll(KEY_LINE)].map((match) => match[1] ?? '')
+        assert.equal(keys.length, 1, service.output())
+        const response = await fetch(`${service.url}/v1/pets`, {
+          headers: { authorization: `Bearer ${keys[0]}` },
+        })
+        assert.equal(response.status, 200)
+      } finally {
+        assert.equal(await service.stop(), 0)
+      }
+    } finally {
+      await dir.remove()
+    }
   })
 })

@@ -1,11 +1,20 @@
 // The service as a process: first start, restart on the same file, graceful shutdown (D3, D10, D11).
 import assert from 'node:assert/strict'
+import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { type ServiceProcess, startService } from './helpers/process.ts'
+import { generateApiKey } from '../src/contract/api-key.ts'
+import { runMain } from './helpers/in-process.ts'
+import { logLines } from './helpers/logs.ts'
+import {
+  type ServiceProcess,
+  spawnOnTerminal,
+  startService,
+  startServiceOnTerminal,
+} from './helpers/process.ts'
 import { tempDir } from './helpers/server.ts'
 
-const KEY_LINE = /^ {4}(petstore_live_[0-9A-Za-z]{38})$/m
+const KEY_LINE = /^ {4}(petstore_live_[0-9A-Za-z]{38})\r?$/m
 
 function post(service: ServiceProcess, key: string, name: string) {
   return fetch(`${service.url}/v1/pets`, {
@@ -48,12 +57,17 @@ describe('petstore serve', () => {
 
   let key = ''
 
-  test('the first start with no key creates one and prints it once', async () => {
-    const first = await startService(env)
+  test('the first start on a terminal creates a key and prints it once', async () => {
+    const first = await startServiceOnTerminal(env)
     try {
-      key = KEY_LINE.exec(first.stderr())?.[1] ?? ''
-      assert.ok(key, `no key printed:\n${first.stderr()}`)
-      assert.ok(!first.stdout().includes(key), 'the key never reaches the JSON logs')
+      key = KEY_LINE.exec(first.output())?.[1] ?? ''
+      assert.ok(key, `no key printed:\n${first.output()}`)
+      const logLines = first
+        .output()
+        .split('\r\n')
+        .filter((line) => line.startsWith('{'))
+      assert.ok(logLines.length > 0)
+      assert.ok(!logLines.some((line) => line.includes(key)), 'the key never reaches the JSON logs')
       const response = await fetch(`${first.url}/v1/pets`, {
         headers: { authorization: `Bearer ${key}` },
       })
@@ -61,10 +75,10 @@ describe('petstore serve', () => {
     } finally {
       assert.equal(await first.stop(), 0)
     }
-    const second = await startService(env)
+    const second = await startServiceOnTerminal(env)
     try {
       assert.doesNotMatch(
-        second.stderr(),
+        second.output(),
         /petstore_live_/,
         'a key is printed only on the first start',
       )
@@ -125,6 +139,83 @@ describe('petstore serve', () => {
         assert.ok(pet && listed.has(pet.id), `pet ${pet?.id} acknowledged but lost`)
     } finally {
       await restarted.stop()
+    }
+  })
+})
+
+describe('petstore serve: the first key and the logs (D3)', () => {
+  let dir: Awaited<ReturnType<typeof tempDir>>
+  before(async () => {
+    dir = await tempDir()
+  })
+  after(() => dir.remove())
+
+  const fresh = (name: string) => ({
+    DATABASE_URL: `sqlite:${join(dir.path, `${name}.db`)}`,
+    PETSTORE_RATE_LIMIT: '0',
+  })
+
+  test('where stderr is not a terminal (a container, a service manager) no key is made', async () => {
+    const env = fresh('logs')
+    const service = await startService(env)
+    try {
+      assert.doesNotMatch(service.stderr(), /petstore_live_/)
+      const said = logLines(service.stdout()).filter((line) => line.level === 40)
+      const noKey = said.find((line) => /no API key exists/.test(String(line.msg)))
+      assert.ok(noKey, service.stdout())
+      assert.match(String(noKey.msg), /petstore keys create --name NAME/)
+      assert.match(String(noKey.msg), /docker exec <container> petstore keys create/)
+    } finally {
+      assert.equal(await service.stop(), 0)
+    }
+    const listed = await runMain(['keys', 'list'], env)
+    assert.equal(listed.stdout, 'No API keys.\n')
+  })
+
+  test('a start that fails on a port in use spends no key; the next start shows one', async () => {
+    const env = fresh('port-in-use')
+    const taken = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    const { port } = taken.address() as AddressInfo
+    try {
+      const failed = spawnOnTerminal(['serve'], {
+        ...env,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        METRICS_PORT: String(port),
+      })
+      assert.equal(await failed.exited, 1, failed.output())
+      assert.match(failed.output(), /the port is in use \(METRICS_PORT\)/)
+      assert.doesNotMatch(failed.output(), /petstore_live_/)
+    } finally {
+      taken.close()
+    }
+    assert.equal((await runMain(['keys', 'list'], env)).stdout, 'No API keys.\n')
+    const next = await startServiceOnTerminal(env)
+    try {
+      assert.match(next.output(), KEY_LINE)
+    } finally {
+      assert.equal(await next.stop(), 0)
+    }
+  })
+
+  test('a key of PETSTORE_API_KEYS without a prefix is named once at start, by its id', async () => {
+    const opaque = 'operator-chosen-secret-0123456789abcdef'
+    const structured = generateApiKey('production')
+    const service = await startService({
+      ...fresh('opaque'),
+      PETSTORE_API_KEYS: `${opaque},${structured}`,
+    })
+    try {
+      assert.ok(!service.stdout().includes(opaque) && !service.stderr().includes(opaque))
+      const said = logLines(service.stdout()).filter((line) =>
+        /has no petstore_live_ or petstore_staging_ prefix/.test(String(line.msg)),
+      )
+      assert.equal(said.length, 1, service.stdout())
+      assert.match(String(said[0]?.keyId), /^env_[0-9a-f]{12}$/)
+      assert.match(String(said[0]?.msg), /petstore keys create --name NAME/)
+    } finally {
+      await service.stop()
     }
   })
 })

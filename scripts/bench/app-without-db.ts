@@ -28,6 +28,7 @@ const noKeys: ApiKeyRepository = {
   list: async () => [],
   revoke: async () => false,
   countActive: async () => 0,
+  createFirst: () => Promise.reject(new Error('no keys here')),
 }
 
 const store: Store = {

@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises'
 import { createServer, isIP, type ListenOptions } from 'node:net'
 import { availableParallelism } from 'node:os'
 import { type Config, ConfigError, loadConfig, type SideListener } from '../config.ts'
+import { isKeyId, parseApiKey } from '../contract/api-key.ts'
 import { issueApiKey } from '../keys/issue.ts'
 import type { SideListenError } from '../observability/side-listener.ts'
 import { type BackupSummary, backupSqliteDatabase } from '../operations/backup.ts'
@@ -130,7 +131,7 @@ async function serveCommand(args: string[]): Promise<Run> {
   }
   return async (config) => {
     try {
-      // HOST:PORT first, so that its failure is the one said when METRICS_HOST follows HOST.
+      // HOST:PORT first, so that its failure is the one said when PROBE_HOST follows HOST.
       if (workers === undefined) {
         await checkListen(config)
         return await serve(config)
@@ -188,9 +189,9 @@ const LISTEN_FAILURES: Partial<Record<string, string>> = {
  * primary then replaces, three times, before it gives up. So the primary first listens on
  * HOST:PORT itself and lets go at once, and a busy port or a wrong HOST is one line before any
  * worker starts. A port taken between this check and the workers' start still ends in exit 1,
- * after those three tries. A lone `serve` binds the metrics listener before the API's (both
- * bound before either is said to listen), so the same check keeps a bad HOST from being reported
- * as the METRICS_HOST that defaults to it.
+ * after those three tries. A lone `serve` binds the side listeners before the API's (all bound
+ * before any is said to listen), so the same check keeps a bad HOST from being reported as the
+ * PROBE_HOST that defaults to it.
  */
 async function checkListen(config: Pick<Config, 'host' | 'port'>): Promise<void> {
   await bindAndRelease({ host: config.host, port: config.port, exclusive: true })
@@ -339,6 +340,14 @@ function keysCommand(args: string[]): Run {
       if (id === undefined || extra.length > 0) {
         throw new UsageError(
           'keys revoke needs one argument: the key\'s ID (see "petstore keys list")',
+        )
+      }
+      // Never repeated when it is not an id: it may be the secret itself.
+      if (!isKeyId(id)) {
+        throw new UsageError(
+          id.startsWith('petstore_') || parseApiKey(id).kind !== 'opaque'
+            ? 'keys revoke was given an API key where its ID is expected; nothing was revoked. Find the ID with "petstore keys list" (HINT shows the key\'s last 4 characters)'
+            : 'keys revoke needs a key ID (key_ and 12 letters or digits, as "petstore keys list" shows); nothing was revoked',
         )
       }
       return async (config, io) => {

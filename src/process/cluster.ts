@@ -17,8 +17,9 @@ import { loggerOptions } from '../observability/logging.ts'
 import { clusterScrape } from '../observability/metrics.ts'
 import { listenForScrapes } from '../observability/metrics-server.ts'
 import { openStore } from '../store/open.ts'
+import type { Store } from '../store/store.ts'
 import { startInstance } from './instance.ts'
-import { announceInitialKey, prepareStore, startLine } from './prepare.ts'
+import { noticeUnprefixedKeys, offerFirstKey, startLine } from './prepare.ts'
 import { DRAIN_MS, drainAndExit, onTerminationSignals, uncaughtFields } from './shutdown.ts'
 
 export const MAX_WORKERS = 256
@@ -61,14 +62,11 @@ function primaryLogger(config: Pick<Config, 'logLevel'>): Logger {
   return logger.child({ role: 'primary' })
 }
 
-async function prepareOnce(config: Readonly<Config>, log: Logger): Promise<void> {
+/** Opens the store for one step of the primary's own, then closes it. */
+async function withStore(config: Readonly<Config>, work: (store: Store) => Promise<void>) {
   const store = await openStore(config.database)
   try {
-    const initialKey = await prepareStore(store, config)
-    if (initialKey !== undefined) {
-      log.warn('no API key existed; created one and printed it once on stderr')
-      announceInitialKey(initialKey)
-    }
+    await work(store)
   } finally {
     await store.close()
   }
@@ -76,9 +74,12 @@ async function prepareOnce(config: Readonly<Config>, log: Logger): Promise<void>
 
 async function runPrimary(config: Readonly<Config>, count: number): Promise<void> {
   const log = primaryLogger(config)
-  await prepareOnce(config, log)
+  await withStore(config, async (store) => {
+    await store.migrate()
+  })
   const start = startLine(config, count)
   log.info(start.fields, start.message)
+  noticeUnprefixedKeys(config, log)
   if (count > 1 && config.rateLimit > 0 && config.redis === undefined) {
     log.warn(
       { workers: count, rateLimit: config.rateLimit },
@@ -92,7 +93,16 @@ async function runPrimary(config: Readonly<Config>, count: number): Promise<void
     const metrics = await listenForScrapes(config.metrics, clusterScrape(), log)
     metrics.announce()
   }
-  new Supervisor(count, log).start()
+  // D3's first key once every worker has bound its ports, so that a start that fails has
+  // spent none.
+  const offerKey = () =>
+    withStore(config, (store) => offerFirstKey(store.apiKeys, config, log)).catch((err) =>
+      log.error(
+        { err },
+        'the first API key could not be made; make one with "petstore keys create"',
+      ),
+    )
+  new Supervisor(count, log, offerKey).start()
 }
 
 class Supervisor {
@@ -101,12 +111,16 @@ class Supervisor {
   readonly #live = new Set<Worker>()
   readonly #listened = new WeakSet<Worker>()
   #startFailures = 0
+  #listenedCount = 0
   #shuttingDown = false
   #exitCode = 0
+  /** Called once, when the first `count` workers have listened. */
+  #whenListening: (() => unknown) | undefined
 
-  constructor(count: number, log: Logger) {
+  constructor(count: number, log: Logger, whenListening: () => unknown) {
     this.#count = count
     this.#log = log
+    this.#whenListening = whenListening
   }
 
   start(): void {
@@ -149,6 +163,11 @@ class Supervisor {
       this.#listened.add(worker)
       this.#startFailures = 0
       this.#log.info({ worker: worker.id, workerPid: worker.process.pid }, 'worker listening')
+      this.#listenedCount += 1
+      if (this.#listenedCount === this.#count && !this.#shuttingDown) {
+        this.#whenListening?.()
+        this.#whenListening = undefined
+      }
     })
   }
 

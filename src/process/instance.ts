@@ -12,7 +12,7 @@ import { listenForScrapes, type MetricsServer } from '../observability/metrics-s
 import { MemoryWindowCounter, type WindowCounter } from '../rate-limit/counter.ts'
 import { openStore } from '../store/open.ts'
 import { type ComposedApp, composeApp } from './compose.ts'
-import { announceInitialKey, prepareStore } from './prepare.ts'
+import { offerFirstKey } from './prepare.ts'
 import { listenForProbes, type ProbeServer } from './probe-server.ts'
 
 type App = ComposedApp
@@ -51,7 +51,7 @@ export interface Instance {
 }
 
 export interface InstanceOptions {
-  /** Migrations and the first-start key are done already (by the cluster primary). */
+  /** Migrations and the first-start key are the cluster primary's. */
   prepared?: boolean
   /**
    * A cluster worker: the primary serves `/metrics` for every worker (D17), so this instance
@@ -73,7 +73,7 @@ export async function startInstance(
   options: InstanceOptions = {},
 ): Promise<Instance> {
   const store = await openStore(config.database)
-  const initialKey = options.prepared ? undefined : await prepareStore(store, config)
+  if (!options.prepared) await store.migrate()
   const lifecycle: Lifecycle = { draining: false }
   const { counter, announce } = await rateLimitCounter(config)
   // D17: no figures are taken at all with METRICS_PORT=off.
@@ -85,10 +85,6 @@ export async function startInstance(
     ...(metrics ? { metrics } : {}),
   })
   logDroppedConnections(app.server, app.log)
-  if (initialKey !== undefined) {
-    app.log.warn('no API key existed; created one and printed it once on stderr')
-    announceInitialKey(initialKey)
-  }
   await announce(app)
 
   let closing: Promise<void> | undefined
@@ -137,6 +133,7 @@ export async function startInstance(
       logAcceptErrors(app.server, app.log)
       metricsServer?.announce()
       probeServer?.announce()
+      if (!options.prepared) await offerFirstKey(store.apiKeys, config, app.log)
     },
     close: () => {
       closing ??= (async () => {

@@ -1,10 +1,13 @@
-// What must happen once per start, before any request and before any worker exists: pending
-// migrations, then D3's first-start key, shown once. `serve` does it itself; under --workers the
-// primary does it once for all (cluster.ts).
+// What a start says and does once, apart from serving: its first log line, D3's first key (once
+// every port is bound), and a word on keys of the environment without a prefix. `serve` does it
+// itself; under --workers the primary does it once for all (cluster.ts).
+import type { BaseLogger } from 'pino'
 import type { Config } from '../config.ts'
+import { parseApiKey } from '../contract/api-key.ts'
 import { issueInitialKeyIfNone } from '../keys/issue.ts'
+import { environmentKeyId } from '../keys/verifier.ts'
 import { describeDatabase } from '../store/open.ts'
-import type { Store } from '../store/store.ts'
+import type { ApiKeyRepository } from '../store/store.ts'
 
 /**
  * The one line a start logs before it listens: which store (engine and where, never a
@@ -22,8 +25,37 @@ export function startLine(
   }
 }
 
-export function announceInitialKey(key: string): void {
-  process.stderr.write(
+/** Where the first key is shown: stderr, or a test's stand-in. */
+export interface KeyTerminal {
+  isTTY?: boolean
+  write(text: string): unknown
+}
+
+/** Said where no key exists and none may be made: how to make one. */
+export const NO_KEY_MESSAGE =
+  'no API key exists, and none is made where stderr is not a terminal (a key printed there would be kept with the logs): create one with "petstore keys create --name NAME" (in a container: docker exec <container> petstore keys create --name NAME), or give one in PETSTORE_API_KEYS'
+
+/**
+ * D3's first key, called once every port is bound, so that a start that fails has spent no key.
+ * Created and printed only where stderr is a terminal, someone reading it: under a container
+ * runtime or a service manager stderr is the log stream, and a live key would be kept in log
+ * storage, so there none is made and one line says how to make one.
+ */
+export async function offerFirstKey(
+  apiKeys: ApiKeyRepository,
+  config: Pick<Config, 'env' | 'apiKeys'>,
+  log: Pick<BaseLogger, 'warn'>,
+  terminal: KeyTerminal = process.stderr,
+): Promise<void> {
+  if (config.apiKeys.length > 0) return
+  if (terminal.isTTY !== true) {
+    if ((await apiKeys.countActive()) === 0) log.warn(NO_KEY_MESSAGE)
+    return
+  }
+  const key = await issueInitialKeyIfNone(apiKeys, config.env, config.apiKeys)
+  if (key === undefined) return
+  log.warn('no API key existed; created one and printed it once on stderr')
+  terminal.write(
     [
       '',
       'No API key existed, so one was created. It is shown only this once; keep it now:',
@@ -38,13 +70,19 @@ export function announceInitialKey(key: string): void {
 }
 
 /**
- * What must happen once per start, before any request: pending migrations, then D3's
- * first-start key (returned, to be shown once), or undefined when a key exists.
+ * Keys of PETSTORE_API_KEYS without the environment's prefix are accepted in every
+ * environment and are not recognisable to a secret scanner; said once per start, per key, by
+ * its id (never the key).
  */
-export async function prepareStore(
-  store: Store,
-  config: Pick<Config, 'env' | 'apiKeys'>,
-): Promise<string | undefined> {
-  await store.migrate()
-  return issueInitialKeyIfNone(store.apiKeys, config.env, config.apiKeys)
+export function noticeUnprefixedKeys(
+  config: Pick<Config, 'apiKeys'>,
+  log: Pick<BaseLogger, 'warn'>,
+): void {
+  for (const key of config.apiKeys) {
+    if (parseApiKey(key).kind !== 'opaque') continue
+    log.warn(
+      { keyId: environmentKeyId(key) },
+      'a key of PETSTORE_API_KEYS has no petstore_live_ or petstore_staging_ prefix: every environment accepts it, and secret scanners cannot recognise it; make structured keys with "petstore keys create --name NAME"',
+    )
+  }
 }

@@ -2,7 +2,7 @@
 // `serve --workers N` runs the same instance in N cluster workers instead (cluster.ts).
 import type { Config } from '../config.ts'
 import { startInstance } from './instance.ts'
-import { startLine } from './prepare.ts'
+import { noticeUnprefixedKeys, startLine } from './prepare.ts'
 import { drainAndExit, onTerminationSignals, uncaughtFields } from './shutdown.ts'
 
 export async function serve(config: Readonly<Config>): Promise<void> {
@@ -34,5 +34,6 @@ export async function serve(config: Readonly<Config>): Promise<void> {
 
   const start = startLine(config, 1)
   log.info(start.fields, start.message)
+  noticeUnprefixedKeys(config, log)
   await instance.listen()
 }

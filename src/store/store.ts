@@ -132,6 +132,12 @@ export interface ApiKeyRepository {
   /** False when no active key has this id. */
   revoke(id: string): Promise<boolean>
   countActive(): Promise<number>
+  /**
+   * D3's first key: creates `key` only when no active key exists, as one atomic step across
+   * every process on the database (instances starting together on an empty one make one key).
+   * Undefined when a key existed, and nothing was created.
+   */
+  createFirst(key: NewApiKeyRecord): Promise<ApiKeyRecord | undefined>
 }
 
 /** Whole when opened: its repositories work once migrate() has made the tables. */

@@ -111,3 +111,77 @@ export async function startService(
     },
   }
 }
+
+/**
+ * Runs `petstore ...args` with a terminal for its streams, as someone typing `npm start` has
+ * (util-linux's `script` gives it a pseudo-terminal), where the first start shows its key (D3).
+ * What it writes to stdout and stderr is one stream, its lines ending in \r\n.
+ */
+export function spawnOnTerminal(
+  args: string[],
+  env: Record<string, string>,
+): { child: ChildProcess; output(): string; exited: Promise<number | null> } {
+  const command = `exec ${[process.execPath, BIN, ...args].map((arg) => `'${arg}'`).join(' ')}`
+  const child = spawn(
+    'script',
+    ['--quiet', '--flush', '--return', '--command', command, '/dev/null'],
+    {
+      env: { ...inheritedEnv(), METRICS_PORT: 'off', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
+  let output = ''
+  child.stdout.on('data', (chunk) => {
+    output += chunk
+  })
+  const exited = once(child, 'exit').then(([code]) => code as number | null)
+  return { child, output: () => output, exited }
+}
+
+export interface TerminalService {
+  url: string
+  output(): string
+  stop(): Promise<number | null>
+}
+
+/** `petstore serve` on a terminal (spawnOnTerminal), resolved once it listens. */
+export async function startServiceOnTerminal(
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<TerminalService> {
+  const { child, output, exited } = spawnOnTerminal(['serve', ...args], {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ...env,
+    LOG_LEVEL: 'info',
+  })
+  const listening = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`service did not start:\n${output()}`))
+    }, 20_000)
+    child.stdout?.on('data', () => {
+      const found = listening.exec(output())?.[1]
+      if (found !== undefined) {
+        clearTimeout(timer)
+        resolve(found)
+      }
+    })
+    exited.then((code) => {
+      clearTimeout(timer)
+      reject(new Error(`service exited with ${code} before listening:\n${output()}`))
+    })
+  })
+  return {
+    url,
+    output,
+    // `script` answers SIGTERM by killing what it runs; the service's own pid (in every log
+    // line) gets the signal instead, for a graceful stop whose exit code `script` returns.
+    async stop() {
+      const pid = Number(/"pid":(\d+)/.exec(output())?.[1])
+      if (child.exitCode === null) process.kill(pid, 'SIGTERM')
+      return exited
+    },
+  }
+}

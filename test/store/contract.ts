@@ -192,6 +192,35 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
       assert.equal(await store.apiKeys.countActive(), before)
     })
 
+    test('api keys: the first key is made once, by one of many processes starting together', async () => {
+      // As on an empty database: no active key (the suite's tests share one database).
+      for (const key of await store.apiKeys.list()) await store.apiKeys.revoke(key.id)
+      const processes = await Promise.all(Array.from({ length: 6 }, () => fixture.reopen()))
+      try {
+        const made = await Promise.all(
+          processes.map((other, i) =>
+            other.apiKeys.createFirst({
+              id: `key_first${i}`,
+              name: 'initial',
+              hint: 'x…first',
+              hash: hashApiKey(`first-key-${engine}-${Date.now()}-${i}`),
+            }),
+          ),
+        )
+        assert.equal(made.filter((record) => record !== undefined).length, 1, 'one key made')
+        assert.equal(await store.apiKeys.countActive(), 1)
+        const again = await store.apiKeys.createFirst({
+          id: 'key_firstagain',
+          name: 'initial',
+          hint: 'x…again',
+          hash: hashApiKey(`first-key-again-${engine}-${Date.now()}`),
+        })
+        assert.equal(again, undefined, 'none made while a key is active')
+      } finally {
+        await Promise.all(processes.map((other) => other.close()))
+      }
+    })
+
     test('close waits for creates still queued; a reopened store has them', async () => {
       const other = await fixture.reopen()
       const pending = Array.from({ length: 50 }, (_, i) =>

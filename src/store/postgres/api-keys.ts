@@ -10,6 +10,9 @@ interface ApiKeyRow {
   revokedAt: Date | null
 }
 
+/** Serialises D3's first key across processes: 'petstore' in ASCII, as int8, plus one. */
+const FIRST_KEY_LOCK = '8099007544119226982'
+
 const API_KEY_COLUMNS = 'id, name, hint, created_at AS "createdAt", revoked_at AS "revokedAt"'
 
 const KEY_SQL = {
@@ -28,6 +31,16 @@ const KEY_SQL = {
   revokeApiKey: {
     name: 'api_keys_revoke',
     text: 'UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL',
+  },
+  // After the lock, in a statement of its own: READ COMMITTED takes each statement's snapshot
+  // when the statement starts, so this one sees a key that the lock's holder committed.
+  insertFirstApiKey: {
+    name: 'api_keys_insert_first',
+    text: `INSERT INTO api_keys (id, name, hint, hash, created_at) SELECT $1, $2, $3, $4, now() WHERE NOT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL) RETURNING ${API_KEY_COLUMNS}`,
+  },
+  lockFirstApiKey: {
+    name: 'api_keys_lock_first',
+    text: `SELECT pg_advisory_xact_lock(${FIRST_KEY_LOCK})`,
   },
   countActiveApiKeys: {
     name: 'api_keys_count_active',
@@ -60,6 +73,16 @@ export class PostgresApiKeyRepository implements ApiKeyRepository {
       key.hash,
     ])
     return toApiKey(rows[0] as ApiKeyRow)
+  }
+
+  async createFirst(key: NewApiKeyRecord): Promise<ApiKeyRecord | undefined> {
+    const rows = await this.#db.transaction(async (query) => {
+      await query(KEY_SQL.lockFirstApiKey, [])
+      return (
+        await query<ApiKeyRow>(KEY_SQL.insertFirstApiKey, [key.id, key.name, key.hint, key.hash])
+      ).rows
+    })
+    return rows[0] === undefined ? undefined : toApiKey(rows[0])
   }
 
   async findActiveByHash(hash: string): Promise<string | undefined> {

@@ -1,6 +1,6 @@
 // The connection to PostgreSQL: its settings (timeouts; D19's pooler), bigints as numbers, and
 // the pool, through which every query goes and has its errors sorted (errors.ts).
-import { type ClientConfig, type CustomTypesConfig, Pool, types } from 'pg'
+import { type ClientConfig, type CustomTypesConfig, Pool, type PoolClient, types } from 'pg'
 import type { DatabasePooler } from '../../config.ts'
 import { StoreOutages } from '../outages.ts'
 import { type PoolStats, type StoreObserver, StoreUnavailableError, unobserved } from '../store.ts'
@@ -72,6 +72,12 @@ export interface Statement {
  * The pool, with every query's errors sorted in one place, and a record of the queries still
  * running so that close() can let them finish (pg's pool.end() would strand queued ones).
  */
+/** A query inside Database.transaction(). */
+export type TransactionQuery = <Row>(
+  statement: Statement,
+  values: unknown[],
+) => Promise<{ rows: Row[]; rowCount: number }>
+
 export class Database {
   readonly #pool: Pool
   readonly session: Session
@@ -108,6 +114,43 @@ export class Database {
       this.outages.succeeded()
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 }
     } catch (err) {
+      const sorted = sortPostgresError(err)
+      if (sorted instanceof StoreUnavailableError) this.outages.failed(sorted)
+      throw sorted
+    } finally {
+      this.#running.delete(running)
+    }
+  }
+
+  /**
+   * `work` in one transaction on one connection of the pool (which a transaction-mode pooler
+   * keeps on one server connection), committed when it returns, rolled back when it throws.
+   */
+  async transaction<T>(work: (query: TransactionQuery) => Promise<T>): Promise<T> {
+    if (this.#closing) throw new StoreUnavailableError('the store is closed')
+    const timeoutMs = this.session.queryTimeoutMs
+    let client: PoolClient | undefined
+    const running = (async () => {
+      client = await this.#pool.connect()
+      await client.query('BEGIN')
+      const connection = client
+      const result = await work(async <Row>(statement: Statement, values: unknown[]) => {
+        const config = { ...this.#prepared(statement), values, query_timeout: timeoutMs }
+        const { rows, rowCount } = await connection.query(config)
+        return { rows: rows as Row[], rowCount: rowCount ?? 0 }
+      })
+      await client.query('COMMIT')
+      return result
+    })()
+    this.#running.add(running)
+    try {
+      const result = await running
+      this.outages.succeeded()
+      client?.release()
+      return result
+    } catch (err) {
+      // A connection whose transaction failed is not given back to others as it is.
+      client?.release(true)
       const sorted = sortPostgresError(err)
       if (sorted instanceof StoreUnavailableError) this.outages.failed(sorted)
       throw sorted

@@ -28,6 +28,7 @@ export class SqliteApiKeyRepository implements ApiKeyRepository {
   readonly #list: () => StatementSync
   readonly #revoke: () => StatementSync
   readonly #countActive: () => StatementSync
+  readonly #insertFirst: () => StatementSync
 
   constructor(db: DatabaseSync, attempts: Attempts) {
     this.#attempts = attempts
@@ -51,6 +52,12 @@ export class SqliteApiKeyRepository implements ApiKeyRepository {
       db,
       'SELECT count(*) AS n FROM api_keys WHERE revoked_at IS NULL',
     )
+    // One statement is one transaction, and SQLite lets one writer at a time write from the
+    // latest state: a second process's insert sees the first's key and inserts nothing.
+    this.#insertFirst = preparedOnFirstUse(
+      db,
+      'INSERT INTO api_keys (id, name, hint, hash, created_at) SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL)',
+    )
   }
 
   async create(key: NewApiKeyRecord): Promise<ApiKeyRecord> {
@@ -59,6 +66,16 @@ export class SqliteApiKeyRepository implements ApiKeyRepository {
       this.#insert().run(key.id, key.name, key.hint, key.hash, createdAt.toISOString()),
     )
     return { id: key.id, name: key.name, hint: key.hint, createdAt }
+  }
+
+  async createFirst(key: NewApiKeyRecord): Promise<ApiKeyRecord | undefined> {
+    const createdAt = new Date()
+    const { changes } = await this.#attempts.write(() =>
+      this.#insertFirst().run(key.id, key.name, key.hint, key.hash, createdAt.toISOString()),
+    )
+    return Number(changes) === 0
+      ? undefined
+      : { id: key.id, name: key.name, hint: key.hint, createdAt }
   }
 
   async findActiveByHash(hash: string): Promise<string | undefined> {
