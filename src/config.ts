@@ -2,7 +2,11 @@
 // code reads process.env. A bad value stops the start with one line naming the variable.
 import { isIP } from 'node:net'
 import { type DeploymentEnv, parseApiKey } from './contract/api-key.ts'
-import { IDEMPOTENCY_TTL_MAX_SECONDS } from './contract/limits.ts'
+import {
+  API_KEY_MAX_LENGTH,
+  AUTHORIZATION_MAX_LENGTH,
+  IDEMPOTENCY_TTL_MAX_SECONDS,
+} from './contract/limits.ts'
 
 export type DatabaseLocation =
   | { engine: 'sqlite'; path: string }
@@ -35,6 +39,11 @@ export interface Config {
   logLevel: LogLevel
   /** Browser origins allowed by CORS; empty turns CORS off (D13). */
   corsOrigins: readonly string[]
+  /**
+   * Addresses and CIDR ranges of the balancers in front (PETSTORE_TRUSTED_PROXIES): the client
+   * address is read from `X-Forwarded-For` only as far back as these hops; empty: the peer's.
+   */
+  trustedProxies: readonly string[]
   /** Where instances share rate-limit counters (D12); undefined keeps them in this process. */
   redis: RedisSettings | undefined
   /** D16: the event loop delay (ms) past which requests are shed with 503; 0 turns it off. */
@@ -186,8 +195,10 @@ function parseApiKeys(env: Env, deployment: DeploymentEnv): string[] {
   const keys = list(env.PETSTORE_API_KEYS)
   keys.forEach((key, i) => {
     const where = `PETSTORE_API_KEYS entry ${i + 1}`
-    if (key.length < 32 || /\s/.test(key)) {
-      throw new ConfigError(`${where} must be at least 32 characters with no white space`)
+    if (key.length < 32 || key.length > API_KEY_MAX_LENGTH || /\s/.test(key)) {
+      throw new ConfigError(
+        `${where} must be 32 to ${API_KEY_MAX_LENGTH} characters with no white space (Authorization: Bearer <key> is at most ${AUTHORIZATION_MAX_LENGTH})`,
+      )
     }
     const parsed = parseApiKey(key)
     if (parsed.kind === 'corrupt')
@@ -197,6 +208,23 @@ function parseApiKeys(env: Env, deployment: DeploymentEnv): string[] {
     }
   })
   return keys
+}
+
+/** PETSTORE_TRUSTED_PROXIES: IP addresses and CIDR ranges (`10.0.0.0/8`, `fd00::/8`). */
+function parseTrustedProxies(env: Env): string[] {
+  const entries = list(env.PETSTORE_TRUSTED_PROXIES)
+  for (const entry of entries) {
+    const [address = '', prefix, ...extra] = entry.split('/')
+    const version = isIP(address)
+    const bits = version === 6 ? 128 : 32
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits)
+    if (version === 0 || !prefixOk || extra.length > 0) {
+      throw new ConfigError(
+        `PETSTORE_TRUSTED_PROXIES entry "${entry}" must be an IP address or a CIDR range like 10.0.0.0/8`,
+      )
+    }
+  }
+  return entries
 }
 
 function parseOrigins(env: Env): string[] {
@@ -267,16 +295,16 @@ function parseConnectionLimits(env: Env): ConnectionLimits {
   return Object.freeze(limits)
 }
 
-/** `<NAME>_PORT` (`off`: undefined) and `<NAME>_HOST` (default: HOST) of a side listener. */
+/** `<NAME>_PORT` (`off`: undefined) and `<NAME>_HOST` (default: `defaultHost`) of a side listener. */
 function sideListener(
   env: Env,
   name: 'METRICS' | 'PROBE',
-  api: { host: string },
+  defaultHost: string,
 ): SideListener | undefined {
   const rawHost = env[`${name}_HOST`]?.trim()
   // Checked even when off: a bad value stops the start before it is ever used.
   const sideHost =
-    rawHost === undefined || rawHost === '' ? api.host : host(rawHost, `${name}_HOST`)
+    rawHost === undefined || rawHost === '' ? defaultHost : host(rawHost, `${name}_HOST`)
   const raw = read(env, `${name}_PORT`)
   if (raw.toLowerCase() === 'off') return undefined
   if (!/^\d+$/.test(raw) || Number(raw) > 65535) {
@@ -291,12 +319,15 @@ function sideListener(
   return Object.freeze({ port: Number(raw), host: sideHost })
 }
 
+const METRICS_DEFAULT_HOST = '127.0.0.1'
+
 /**
- * D17: METRICS_PORT (`off` disables) and METRICS_HOST (default: HOST). A port of its own, so
- * that metrics are never public by accident with the API; hence never the API's port.
+ * D17: METRICS_PORT (`off` disables) and METRICS_HOST (default: loopback, whatever HOST is). A
+ * port and an address of its own, so that metrics, which need no key, are never public by
+ * accident with the API (HOST=0.0.0.0 in a container); hence never the API's port either.
  */
 function parseMetrics(env: Env, api: { port: number; host: string }): SideListener | undefined {
-  const metrics = sideListener(env, 'METRICS', api)
+  const metrics = sideListener(env, 'METRICS', METRICS_DEFAULT_HOST)
   if (metrics !== undefined && metrics.port !== 0 && metrics.port === api.port) {
     throw new ConfigError(
       `METRICS_PORT must differ from PORT (both ${metrics.port}): metrics are never served on the API's port`,
@@ -315,7 +346,7 @@ function parseProbes(
   api: { port: number; host: string },
   metrics: SideListener | undefined,
 ): SideListener | undefined {
-  const probes = sideListener(env, 'PROBE', api)
+  const probes = sideListener(env, 'PROBE', api.host)
   if (probes === undefined || probes.port === 0) return probes
   if (probes.port === api.port) {
     throw new ConfigError(
@@ -347,6 +378,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     rateLimit: integer('PETSTORE_RATE_LIMIT', read(env, 'PETSTORE_RATE_LIMIT'), 0, 1_000_000),
     logLevel: oneOf('LOG_LEVEL', read(env, 'LOG_LEVEL'), LOG_LEVELS),
     corsOrigins: Object.freeze(parseOrigins(env)),
+    trustedProxies: Object.freeze(parseTrustedProxies(env)),
     redis: parseRedis(env),
     maxEventLoopDelayMs: integer(
       'PETSTORE_MAX_EVENT_LOOP_DELAY_MS',

@@ -2,10 +2,25 @@
 // with captured output, helpers/in-process.ts), which saves a Node.js start per case, and once
 // as an operator runs it, the real command as a child process.
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { createServer } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { runMain } from './helpers/in-process.ts'
 import { runCli } from './helpers/process.ts'
 import { startServer, type TestServer } from './helpers/server.ts'
+
+const KEY_WARNING =
+  'petstore: warning: --key puts the key in the process list and shell history; set PETSTORE_API_KEY instead, or give it on standard input with --key -\n'
+
+/** A port on 127.0.0.1 that nothing listens on: one the system gave, closed again. */
+async function closedPort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as { port: number }
+  server.close()
+  await once(server, 'close')
+  return port
+}
 
 describe('petstore pets', () => {
   let server: TestServer
@@ -98,6 +113,79 @@ describe('petstore pets', () => {
     )
     assert.equal(result.code, 0, result.stderr)
     assert.equal(jsonLines(result.stdout).length, 1)
+    assert.equal(result.stderr, KEY_WARNING)
+  })
+
+  test('--key KEY works with a warning on stderr; PETSTORE_API_KEY and --key - need none', async () => {
+    const { PETSTORE_URL = '' } = env
+    const given = await runMain(['pets', 'list', '--json', '--key', server.key], { PETSTORE_URL })
+    assert.equal(given.code, 0, given.stderr)
+    assert.ok(jsonLines(given.stdout).length > 0)
+    assert.equal(given.stderr, KEY_WARNING)
+    // Given both, --key wins, and still says what it costs.
+    const both = await runMain(['pets', 'list', '--json', '--key', server.key], env)
+    assert.equal(both.code, 0, both.stderr)
+    assert.equal(both.stderr, KEY_WARNING)
+
+    const fromEnv = await ok(['list', '--json'])
+    assert.equal(fromEnv.stderr, '')
+  })
+
+  test('--key - reads the key from the first line of standard input', async () => {
+    const { PETSTORE_URL = '' } = env
+    for (const stdin of [`${server.key}\n`, server.key, `  ${server.key}\r\nthe next line\n`]) {
+      const result = await runMain(
+        ['pets', 'list', '--limit', '1', '--json', '--key', '-'],
+        { PETSTORE_URL },
+        stdin,
+      )
+      assert.equal(result.code, 0, `${JSON.stringify(stdin)}: ${result.stderr}`)
+      assert.equal(jsonLines(result.stdout).length, 1)
+      assert.equal(result.stderr, '')
+    }
+    // Standard input wins over the environment, as --key does.
+    const wrong = await runMain(['pets', 'list', '--key', '-'], env, 'petstore_live_x\n')
+    assert.equal(wrong.code, 1)
+    assert.match(wrong.stderr, /^petstore: 401 unauthorized: /)
+  })
+
+  test('--key - as a user runs it: a pipe into the real process, left open after the key', async () => {
+    const { code, stdout, stderr } = await runCli(
+      ['pets', 'list', '--limit', '1', '--json', '--url', `${server.url}/v1`, '--key', '-'],
+      {},
+      { stdin: `${server.key}\n` },
+    )
+    assert.equal(code, 0, stderr)
+    assert.equal(jsonLines(stdout).length, 1)
+    assert.equal(stderr, '')
+  })
+
+  test('plain http to another machine: refused naming --allow-insecure-http, which lets it through', async () => {
+    const refused = await runMain(['pets', 'list', '--url', 'http://petstore.example.com/v1'], env)
+    assert.equal(refused.code, 2)
+    assert.equal(
+      refused.stderr,
+      'petstore: --url (or PETSTORE_URL) is plain http to petstore.example.com, which is not this machine (localhost, 127.0.0.0/8, [::1]): the API key would cross the network unencrypted, readable by anyone on the way; use https, or pass --allow-insecure-http to send it anyway\n' +
+        'Run "petstore pets --help" for usage.\n',
+    )
+    const fromEnv = await runMain(['pets', 'list'], { ...env, PETSTORE_URL: 'http://10.1.2.3/v1' })
+    assert.equal(fromEnv.code, 2)
+    assert.match(fromEnv.stderr, /plain http to 10\.1\.2\.3, .*--allow-insecure-http/)
+
+    // With the flag, the command goes on to call (0.0.0.0 is not loopback; nothing listens there).
+    const port = await closedPort()
+    const url = `http://0.0.0.0:${port}/v1`
+    const allowed = await runMain(['pets', 'list', '--url', url, '--allow-insecure-http'], env)
+    assert.equal(allowed.code, 1, allowed.stderr)
+    assert.match(
+      allowed.stderr,
+      /^petstore: network_error: GET http:\/\/0\.0\.0\.0:\d+\/v1\/pets failed/,
+    )
+    // Loopback needs no flag (https neither: test/client/sdk.test.ts).
+    assert.equal(
+      (await ok(['list', '--url', `${server.url.replace('127.0.0.1', 'localhost')}/v1`])).code,
+      0,
+    )
   })
 
   test("a failed call is one line with the service's request id, exit 1", async () => {
@@ -125,6 +213,16 @@ describe('petstore pets', () => {
       [['pets', 'delete'], env, /^unknown pets subcommand "delete"/],
       [['pets', 'list'], {}, /^pets needs the service's address: --url or PETSTORE_URL/],
       [['pets', 'list'], { PETSTORE_URL: env.PETSTORE_URL ?? '' }, /^pets needs an API key/],
+      [
+        ['pets', 'list', '--key', '-'],
+        { PETSTORE_URL: env.PETSTORE_URL ?? '' },
+        /^--key - reads the API key from standard input, whose first line is empty$/,
+      ],
+      [
+        ['pets', 'list', '--key', '-', '--url', 'http://example.com/v1'],
+        env,
+        /^--url \(or PETSTORE_URL\) is plain http to example\.com, .* pass --allow-insecure-http /,
+      ],
       [
         ['pets', 'list', '--url', server.url],
         env,
@@ -165,6 +263,8 @@ describe('petstore pets', () => {
       assert.equal(result.code, 0)
       assert.match(result.stdout, /^Usage: petstore pets list \[--status S\]/)
       assert.match(result.stdout, /PETSTORE_API_KEY/)
+      assert.match(result.stdout, /--key - +the API key from standard input/)
+      assert.match(result.stdout, /--allow-insecure-http +let --url be plain http/)
     }
     const overview = await runMain(['--help'], {})
     assert.match(overview.stdout, /pets list\|add\|get/)

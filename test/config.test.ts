@@ -29,6 +29,7 @@ describe('loadConfig', () => {
     assert.equal(config.rateLimit, 600)
     assert.equal(config.logLevel, 'info')
     assert.deepEqual(config.corsOrigins, [])
+    assert.deepEqual(config.trustedProxies, [])
     assert.equal(config.idempotencyTtlSeconds, 86_400)
     assert.ok(Object.isFrozen(config))
   })
@@ -44,8 +45,10 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'silent',
       PETSTORE_CORS_ORIGINS: 'https://app.example.com, http://localhost:3000',
       PETSTORE_IDEMPOTENCY_TTL: '60',
+      PETSTORE_TRUSTED_PROXIES: ' 10.0.0.0/8, 192.0.2.1 ,fd00::/8',
     })
     assert.equal(config.port, 0)
+    assert.deepEqual(config.trustedProxies, ['10.0.0.0/8', '192.0.2.1', 'fd00::/8'])
     assert.deepEqual(config.database, { engine: 'sqlite', path: ':memory:' })
     assert.equal(config.env, 'staging')
     assert.deepEqual(config.apiKeys, [key, 'j'.repeat(40)])
@@ -69,13 +72,25 @@ describe('loadConfig', () => {
       'loud',
       /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent/,
     ],
-    ['PETSTORE_API_KEYS', 'short', /^PETSTORE_API_KEYS entry 1 must be at least 32 characters/],
+    ['PETSTORE_API_KEYS', 'short', /^PETSTORE_API_KEYS entry 1 must be 32 to 505 characters/],
     [
       'PETSTORE_API_KEYS',
       `${'k'.repeat(32)},with white space ${'x'.repeat(32)}`,
-      /^PETSTORE_API_KEYS entry 2 must be at least 32 characters with no white space$/,
+      /^PETSTORE_API_KEYS entry 2 must be 32 to 505 characters with no white space \(Authorization: Bearer <key> is at most 512\)$/,
+    ],
+    [
+      'PETSTORE_API_KEYS',
+      'k'.repeat(506),
+      /^PETSTORE_API_KEYS entry 1 must be 32 to 505 characters/,
     ],
     ['PETSTORE_CORS_ORIGINS', 'example.com', /^PETSTORE_CORS_ORIGINS entry "example.com" must be/],
+    [
+      'PETSTORE_TRUSTED_PROXIES',
+      '10.0.0.0/8, proxy.internal',
+      /^PETSTORE_TRUSTED_PROXIES entry "proxy.internal" must be an IP address or a CIDR range/,
+    ],
+    ['PETSTORE_TRUSTED_PROXIES', '10.0.0.0/33', /^PETSTORE_TRUSTED_PROXIES entry "10.0.0.0\/33"/],
+    ['PETSTORE_TRUSTED_PROXIES', 'fd00::/129', /^PETSTORE_TRUSTED_PROXIES entry "fd00::\/129"/],
     [
       'PETSTORE_CORS_ORIGINS',
       'https://app.example.com/path',
@@ -292,9 +307,15 @@ test('PETSTORE_MAX_EVENT_LOOP_DELAY_MS: anything but an integer from 0 to 60000 
 // METRICS_PORT and METRICS_HOST (D17): a listener of its own, checked at start with one line.
 
 describe('METRICS_PORT and METRICS_HOST', () => {
-  test('default to port 9464 on the API host; off disables; METRICS_HOST is taken as given', () => {
+  test('default to port 9464 on loopback, whatever HOST is; off disables; METRICS_HOST is taken as given', () => {
     assert.deepEqual(loadConfig({}).metrics, { port: 9464, host: '127.0.0.1' })
-    assert.deepEqual(loadConfig({ HOST: '0.0.0.0' }).metrics, { port: 9464, host: '0.0.0.0' })
+    // Metrics need no key: HOST=0.0.0.0 (a container's) does not put them on the network.
+    assert.deepEqual(loadConfig({ HOST: '0.0.0.0' }).metrics, { port: 9464, host: '127.0.0.1' })
+    assert.deepEqual(loadConfig({ HOST: '0.0.0.0', METRICS_HOST: '0.0.0.0' }).metrics, {
+      port: 9464,
+      host: '0.0.0.0',
+    })
+    assert.equal(loadConfig({ HOST: '0.0.0.0', PROBE_PORT: '8081' }).probes?.host, '0.0.0.0')
     assert.deepEqual(loadConfig({ HOST: '0.0.0.0', METRICS_HOST: '10.0.0.5' }).metrics, {
       port: 9464,
       host: '10.0.0.5',

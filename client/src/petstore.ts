@@ -10,6 +10,14 @@ export interface PetstoreOptions {
   baseUrl: string
   /** The API key. `undefined` is accepted so that `process.env.…` type-checks; it throws. */
   apiKey: string | undefined
+  /**
+   * Lets a plain `http:` `baseUrl` name a host other than this machine's loopback, which the
+   * constructor otherwise refuses: every request carries the API key, and over plain http
+   * anyone on the way can read it and use it. `https:` is always accepted, and so is `http:` to
+   * `localhost`, `127.0.0.0/8` and `[::1]`; give `true` only for a network you trust (a
+   * container's or a test's). `false` by default.
+   */
+  allowInsecureHttp?: boolean | undefined
   /** The `fetch` to call; the platform's by default. */
   fetch?: Fetch | undefined
   /** Retries after a failed first attempt (network error, timeout, 429, 503, 409 in use); 2. */
@@ -71,6 +79,15 @@ export class Petstore {
 
   constructor(options: PetstoreOptions) {
     const base = baseAddress(options.baseUrl)
+    if (
+      base.protocol === 'http:' &&
+      !isLoopback(base.hostname) &&
+      options.allowInsecureHttp !== true
+    ) {
+      throw new TypeError(
+        `Petstore: baseUrl is plain http to ${base.host}, which is not this machine (localhost, 127.0.0.0/8, [::1]): the API key would cross the network unencrypted, readable by anyone on the way; use https, or pass allowInsecureHttp: true to send it anyway`,
+      )
+    }
     if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
       throw new TypeError(
         'Petstore: apiKey is missing or empty; pass the API key the service issued (petstore keys create)',
@@ -200,6 +217,16 @@ function baseAddress(baseUrl: string): URL {
   }
   if (!url.pathname.endsWith('/')) url.pathname += '/'
   return url
+}
+
+/**
+ * Whether `hostname` (a URL's, so IPv4 in dotted decimal and IPv6 in brackets, compressed) is
+ * this machine's loopback: `localhost`, `127.0.0.0/8` or `[::1]`. Not `*.localhost`: RFC 6761
+ * asks resolvers to keep those names on loopback, but Node.js asks the system's resolver, which
+ * may send them to DNS, and DNS may answer with any address.
+ */
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname)
 }
 
 function requireNumber(

@@ -18,9 +18,14 @@ deployment, from anywhere that reaches it.
 
 Options:
   --url URL              the service's base address, ending in /v1
-                         (default: PETSTORE_URL), e.g. http://127.0.0.1:8080/v1
-  --key KEY              the API key (default: PETSTORE_API_KEY; the environment keeps it out
-                         of the process list and the shell history)
+                         (default: PETSTORE_URL), e.g. http://127.0.0.1:8080/v1; plain http
+                         only to this machine (localhost, 127.0.0.0/8, [::1])
+  --key -                the API key from standard input (its first line) instead of
+                         PETSTORE_API_KEY, e.g. from a password manager through a pipe
+  --key KEY              the API key itself. It shows in the process list and the shell
+                         history, and a warning says so: prefer PETSTORE_API_KEY or --key -
+  --allow-insecure-http  let --url be plain http to another machine: the key then crosses the
+                         network unencrypted
   --json                 one JSON object per line instead of a table
   -h, --help             this help
 

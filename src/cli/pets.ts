@@ -3,7 +3,7 @@
 // so a smoke test also exercises what clients run: paging by Link, retries, Idempotency-Key.
 import { type Pet, type PetStatus, Petstore, PetstoreError } from '../../client/src/index.ts'
 import { PetStatus as PetStatusSchema } from '../contract/schemas.ts'
-import type { CliIo, TextSink } from './io.ts'
+import type { CliIo, TextSink, TextSource } from './io.ts'
 import { formatTable } from './table.ts'
 import { CommandError, parse, UsageError } from './usage.ts'
 
@@ -13,15 +13,20 @@ const STATUSES: readonly string[] = PetStatusSchema.enum
 const COMMON = {
   url: { type: 'string' },
   key: { type: 'string' },
+  'allow-insecure-http': { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
 } as const
+
+/** What `--key KEY` costs, said on stderr each time it is used (`--key -` is the way out). */
+const KEY_IN_ARGV_WARNING =
+  'petstore: warning: --key puts the key in the process list and shell history; set PETSTORE_API_KEY instead, or give it on standard input with --key -\n'
 
 type Output = (pets: AsyncIterable<Pet> | Pet[]) => Promise<void>
 
 /**
  * Checks the arguments and returns what carries the command out. `io.env` gives PETSTORE_URL and
- * PETSTORE_API_KEY (the service's own configuration plays no part: the service may be anywhere);
- * the pets go to `io.stdout`.
+ * PETSTORE_API_KEY (the service's own configuration plays no part: the service may be anywhere),
+ * `io.stdin` the key with `--key -`; the pets go to `io.stdout`.
  */
 export function petsCommand(args: string[], io: CliIo): () => Promise<void> {
   const [action, ...rest] = args
@@ -36,12 +41,13 @@ export function petsCommand(args: string[], io: CliIo): () => Promise<void> {
           all: { type: 'boolean', default: false },
         },
       })
-      const petstore = client(values, io.env)
+      const connect = client(values, io)
       const params = {
         ...(values.status === undefined ? {} : { status: status(values.status) }),
         ...(values.limit === undefined ? {} : { limit: limit(values.limit) }),
       }
       return attempt(async () => {
+        const petstore = await connect()
         if (values.all) return print(values.json, io.stdout)(petstore.pets.list(params))
         const page = await petstore.pets.listPage(params)
         await print(values.json, io.stdout)(page.pets)
@@ -64,7 +70,7 @@ export function petsCommand(args: string[], io: CliIo): () => Promise<void> {
       if (values.name === undefined || values['category-id'] === undefined) {
         throw new UsageError('pets add needs --name NAME and --category-id ID')
       }
-      const petstore = client(values, io.env)
+      const connect = client(values, io)
       const newPet = {
         name: values.name,
         categoryId: positiveInteger('--category-id', values['category-id']),
@@ -72,6 +78,7 @@ export function petsCommand(args: string[], io: CliIo): () => Promise<void> {
       }
       const key = values['idempotency-key']
       return attempt(async () => {
+        const petstore = await connect()
         const pet = await petstore.pets.create(
           newPet,
           key === undefined ? {} : { idempotencyKey: key },
@@ -86,8 +93,9 @@ export function petsCommand(args: string[], io: CliIo): () => Promise<void> {
         throw new UsageError("pets get needs one argument: the pet's id")
       }
       const petId = positiveInteger('the id', id)
-      const petstore = client(values, io.env)
+      const connect = client(values, io)
       return attempt(async () => {
+        const petstore = await connect()
         // getPet is deprecated (D7); this command exists for as long as the operation does.
         await print(values.json, io.stdout)([await petstore.pets.get(petId)])
       })
@@ -99,30 +107,79 @@ export function petsCommand(args: string[], io: CliIo): () => Promise<void> {
   }
 }
 
-/** The SDK's client for --url/PETSTORE_URL and --key/PETSTORE_API_KEY. */
+/**
+ * The SDK's client for --url/PETSTORE_URL and --key/PETSTORE_API_KEY, once the command runs: the
+ * address is checked now, and `--key -` is read from stdin then. `--key KEY` is taken, as
+ * scripts use it, with a warning when the command runs (not before a usage error).
+ */
 function client(
-  values: { url?: string | undefined; key?: string | undefined },
-  env: Readonly<Record<string, string | undefined>>,
-): Petstore {
-  const baseUrl = values.url ?? env.PETSTORE_URL
-  const apiKey = values.key ?? env.PETSTORE_API_KEY
+  values: {
+    url?: string | undefined
+    key?: string | undefined
+    'allow-insecure-http'?: boolean | undefined
+  },
+  io: CliIo,
+): () => Promise<Petstore> {
+  const baseUrl = values.url ?? io.env.PETSTORE_URL
   if (baseUrl === undefined || baseUrl === '') {
     throw new UsageError(
       "pets needs the service's address: --url or PETSTORE_URL (e.g. http://127.0.0.1:8080/v1)",
     )
   }
-  if (apiKey === undefined || apiKey === '') {
-    throw new UsageError('pets needs an API key: PETSTORE_API_KEY or --key')
+  const allowInsecureHttp = values['allow-insecure-http'] === true
+  if (values.key === '-') {
+    // The address first, with a stand-in key, so that a wrong --url is said before any wait
+    // for standard input; the client that is used gets the key read.
+    newClient(baseUrl, 'unread', allowInsecureHttp)
+    return async () => newClient(baseUrl, await keyFromStdin(io.stdin), allowInsecureHttp)
   }
+  const apiKey = values.key ?? io.env.PETSTORE_API_KEY
+  if (apiKey === undefined || apiKey === '') {
+    throw new UsageError(
+      'pets needs an API key: PETSTORE_API_KEY, or --key - to read it from standard input',
+    )
+  }
+  const petstore = newClient(baseUrl, apiKey, allowInsecureHttp)
+  return async () => {
+    if (values.key !== undefined) io.stderr.write(KEY_IN_ARGV_WARNING)
+    return petstore
+  }
+}
+
+function newClient(baseUrl: string, apiKey: string, allowInsecureHttp: boolean): Petstore {
   try {
-    return new Petstore({ baseUrl, apiKey, userAgent: 'petstore-cli' })
+    return new Petstore({ baseUrl, apiKey, allowInsecureHttp, userAgent: 'petstore-cli' })
   } catch (err) {
-    // The SDK refuses a bad address at construction (a TypeError naming it).
+    // The SDK refuses a bad address at construction (a TypeError naming it and, for plain http
+    // to another machine, its option), said in the command's terms.
     if (err instanceof TypeError) {
-      throw new UsageError(err.message.replace(/^Petstore: baseUrl/, '--url (or PETSTORE_URL)'))
+      throw new UsageError(
+        err.message
+          .replace(/^Petstore: baseUrl/, '--url (or PETSTORE_URL)')
+          .replace('allowInsecureHttp: true', '--allow-insecure-http'),
+      )
     }
     throw err
   }
+}
+
+/**
+ * `--key -`: the first line of standard input, trimmed. Reading stops at the end of that line,
+ * so a key typed at a terminal needs no Ctrl-D.
+ */
+async function keyFromStdin(stdin: TextSource): Promise<string> {
+  const decoder = new TextDecoder()
+  let text = ''
+  for await (const chunk of stdin) {
+    text += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true })
+    if (text.includes('\n')) break
+  }
+  text += decoder.decode()
+  const key = (text.split('\n', 1)[0] ?? '').trim()
+  if (key === '') {
+    throw new UsageError('--key - reads the API key from standard input, whose first line is empty')
+  }
+  return key
 }
 
 function status(value: string): PetStatus {

@@ -32,7 +32,8 @@ import { buildValidator, formatValidationErrors } from './validation.ts'
 
 export interface AppParts {
   /** Without idempotencyTtlSeconds, Idempotency-Key records live 24 hours (D14). */
-  config: Pick<Config, 'rateLimit' | 'corsOrigins'> & Partial<Pick<Config, 'idempotencyTtlSeconds'>>
+  config: Pick<Config, 'rateLimit' | 'corsOrigins'> &
+    Partial<Pick<Config, 'idempotencyTtlSeconds' | 'trustedProxies'>>
   store: Store
   verify: KeyVerifier
   clock?: Clock
@@ -65,6 +66,9 @@ export async function buildApp(parts: AppParts) {
     childLoggerFactory: requestLogger,
     genReqId: requestId,
     bodyLimit: BODY_LIMIT_BYTES,
+    // request.ip, as logged: X-Forwarded-For is believed only as far back as the hops an
+    // operator named (PETSTORE_TRUSTED_PROXIES); a client's own header never chooses it.
+    trustProxy: config.trustedProxies?.length ? [...config.trustedProxies] : false,
     // While closing, requests on open connections are still served (D11: nothing accepted is
     // lost); readiness already says 503 so no new traffic is sent.
     return503OnClosing: false,

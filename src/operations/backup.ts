@@ -1,6 +1,6 @@
 // `petstore backup`, an operations tool above the store (DESIGN: operations apart from the
 // engines): it works on the database file while a service may be using it, never through a Store.
-import { existsSync, linkSync, rmSync, statSync } from 'node:fs'
+import { closeSync, existsSync, linkSync, openSync, rmSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'
 import { BUSY_TIMEOUT_MS, LOCK_TIMEOUT_MS, retryWhileBusy } from '../store/sqlite/failures.ts'
@@ -18,6 +18,7 @@ import { BUSY_TIMEOUT_MS, LOCK_TIMEOUT_MS, retryWhileBusy } from '../store/sqlit
  *
  * The copy is written under a temporary name and renamed when complete, so an interrupted
  * backup never leaves a file that looks like a good one; an existing file is never overwritten.
+ * Like a new database (store/sqlite/store.ts), the copy is the owner's only.
  */
 export async function backupSqliteDatabase(
   sourcePath: string,
@@ -35,6 +36,12 @@ export async function backupSqliteDatabase(
   const partial = `${targetPath}.partial-${process.pid}`
   const source = new DatabaseSync(sourcePath, { timeout: BUSY_TIMEOUT_MS })
   try {
+    // D10: key hashes and names, owner-only like ssh keys from the first byte on,
+    // not chmod'ed later; SQLite keeps the mode of the file it writes into, and the target, a
+    // link, shares it. An interrupted backup's partial may bear this PID (a container's often
+    // does); it is replaced, and 'wx' never writes into a file made by anyone else meanwhile.
+    rmSync(partial, { force: true })
+    closeSync(openSync(partial, 'wx', 0o600))
     // A copy that finds the file locked starts again, like every other write (store/sqlite/failures.ts).
     await retryWhileBusy(() => backup(source, partial, { rate: ALL_PAGES }), LOCK_TIMEOUT_MS)
     const contents = countContents(partial)

@@ -422,3 +422,38 @@ test('the constructor refuses a missing API key and a base address without /v1',
     /maxRetries/,
   )
 })
+
+test('the constructor refuses plain http to another machine unless allowInsecureHttp says so', () => {
+  // No fetch is ever called: the key is refused before anything is sent.
+  const fetch: PetstoreOptions['fetch'] = () => assert.fail('nothing is sent')
+  const make = (baseUrl: string, options: Partial<PetstoreOptions> = {}) =>
+    new Petstore({ baseUrl, apiKey: 'k', fetch, ...options })
+  for (const baseUrl of [
+    'http://example.com/v1',
+    'http://example.com:8080/v1/',
+    'http://10.0.0.5/v1',
+    'http://api.localhost/v1',
+    'http://[::2]/v1',
+  ]) {
+    assert.throws(() => make(baseUrl), {
+      name: 'TypeError',
+      message:
+        /^Petstore: baseUrl is plain http to .+, which is not this machine .*: the API key would cross the network unencrypted.*; use https, or pass allowInsecureHttp: true/,
+    })
+    assert.throws(() => make(baseUrl, { allowInsecureHttp: false }), /allowInsecureHttp: true/)
+  }
+  assert.throws(() => make('http://example.com:8080/v1'), /plain http to example\.com:8080,/)
+
+  assert.ok(make('http://example.com/v1', { allowInsecureHttp: true }) instanceof Petstore)
+  for (const baseUrl of [
+    'https://example.com/v1',
+    'http://127.0.0.1/v1',
+    'http://127.1.2.3:8080/v1',
+    'http://localhost/v1',
+    'http://LOCALHOST:8080/v1/',
+    'http://[::1]/v1',
+    'http://[::1]:8080/v1',
+  ]) {
+    assert.ok(make(baseUrl) instanceof Petstore, baseUrl)
+  }
+})

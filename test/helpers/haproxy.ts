@@ -55,6 +55,8 @@ export interface Backend {
  *   event loop, so 2,000 connections opened at an instance at once take it seconds to accept,
  *   and a health probe that arrives behind them waits as long (D20). A request queued 5 s gets
  *   HAProxy's 503, which the SDK retries.
+ * - `option forwardfor`: the client's address in `X-Forwarded-For`, which instances read when
+ *   PETSTORE_TRUSTED_PROXIES names HAProxy (the request log's `client`).
  * - `stats socket`: where an operator (and the fleet harness) reads HAProxy's counters, its
  *   retries and redispatches among them; Debian's default path.
  */
@@ -78,6 +80,7 @@ defaults
     retries 3
     option redispatch 1
     retry-on conn-failure empty-response
+    option forwardfor
 
 frontend petstore
     bind ${listen}

@@ -27,21 +27,36 @@ export interface CommandResult {
   stderr: string
 }
 
-/** Runs `petstore ...args` to completion with the given environment (added to a clean one). */
-export async function runCli(args: string[], env: Record<string, string>): Promise<CommandResult> {
+/**
+ * Runs `petstore ...args` to completion with the given environment (added to a clean one).
+ * `stdin`, when given, is written and the pipe left open, as a user's pipe may be: a command must
+ * read what it needs, not wait for the end (one that waited is killed after 20 s, and fails).
+ */
+export async function runCli(
+  args: string[],
+  env: Record<string, string>,
+  options: { stdin?: string } = {},
+): Promise<CommandResult> {
   const child = spawn(process.execPath, [BIN, ...args], {
     env: { ...inheritedEnv(), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   })
   let stdout = ''
   let stderr = ''
-  child.stdout.on('data', (chunk) => {
+  child.stdout?.on('data', (chunk) => {
     stdout += chunk
   })
-  child.stderr.on('data', (chunk) => {
+  child.stderr?.on('data', (chunk) => {
     stderr += chunk
   })
+  const guard = setTimeout(() => child.kill('SIGKILL'), 20_000)
+  if (options.stdin !== undefined) {
+    child.stdin?.on('error', () => {})
+    child.stdin?.write(options.stdin)
+  }
   const [code] = await once(child, 'close')
+  clearTimeout(guard)
+  child.stdin?.destroy()
   return { code, stdout, stderr }
 }
 

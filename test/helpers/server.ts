@@ -51,6 +51,8 @@ export interface TestServerOptions {
   idempotencyTtlSeconds?: number
   clock?: Clock
   corsOrigins?: string[]
+  /** PETSTORE_TRUSTED_PROXIES; none unless given. */
+  trustedProxies?: string[]
   env?: DeploymentEnv
   bootstrapKeys?: string[]
   lifecycle?: Lifecycle
@@ -145,6 +147,7 @@ function testConfig(options: TestServerOptions, env: DeploymentEnv): Config {
     apiKeys: options.bootstrapKeys ?? [],
     rateLimit: options.rateLimit ?? 0,
     corsOrigins: options.corsOrigins ?? [],
+    trustedProxies: options.trustedProxies ?? [],
     idempotencyTtlSeconds: options.idempotencyTtlSeconds ?? defaults.idempotencyTtlSeconds,
     // D16's load shedding is off unless the test asks: test files share the cores.
     maxEventLoopDelayMs: options.loadShedding?.maxEventLoopDelayMs ?? 0,

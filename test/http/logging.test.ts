@@ -10,7 +10,8 @@ import { loggerOptions } from '../../src/observability/logging.ts'
 import { composeApp } from '../../src/process/compose.ts'
 import type { Store } from '../../src/store/store.ts'
 import { failingStore } from '../helpers/failing-store.ts'
-import { openTestStore } from '../helpers/server.ts'
+import { memoryLog } from '../helpers/logs.ts'
+import { openTestStore, startServer } from '../helpers/server.ts'
 
 interface LogLine {
   level: number
@@ -168,7 +169,13 @@ for (const level of ['info', 'trace'] as const) {
     it('each request has exactly one line, with its route, status, key id and error code (D17)', () => {
       const lines = logged.lines()
       const expected: Record<string, Record<string, unknown>> = {
-        'log-list-1': { method: 'GET', route: '/v1/pets', status: 200, keyId: logged.keyId },
+        'log-list-1': {
+          method: 'GET',
+          route: '/v1/pets',
+          status: 200,
+          keyId: logged.keyId,
+          client: '127.0.0.1',
+        },
         'log-create-2': { method: 'POST', route: '/v1/pets', status: 201, keyId: logged.keyId },
         'log-invalid-3': {
           route: '/v1/pets',
@@ -362,5 +369,38 @@ describe('the trace id logged comes only from a valid W3C traceparent (D17)', ()
     ]) {
       assert.equal(traceIdOf(bad), undefined, JSON.stringify(bad))
     }
+  })
+})
+
+describe('the client address logged: the peer, or X-Forwarded-For behind a trusted hop only', () => {
+  async function clientLogged(trustedProxies: string[], forwardedFor?: string): Promise<unknown> {
+    const log = memoryLog()
+    const server = await startServer({
+      trustedProxies,
+      logger: { ...loggerOptions({ logLevel: 'info' }), stream: log.stream },
+    })
+    try {
+      const headers: Record<string, string> = { 'x-request-id': 'client-address' }
+      if (forwardedFor !== undefined) headers['x-forwarded-for'] = forwardedFor
+      assert.equal((await server.request('/v1/pets', { headers })).status, 200)
+    } finally {
+      await server.close()
+    }
+    return log.lines().find((line) => line.reqId === 'client-address')?.client
+  }
+
+  it('without PETSTORE_TRUSTED_PROXIES a client cannot choose it with X-Forwarded-For', async () => {
+    assert.equal(await clientLogged([]), '127.0.0.1')
+    assert.equal(await clientLogged([], '203.0.113.7'), '127.0.0.1')
+  })
+
+  it('behind a trusted balancer, the address the balancer saw', async () => {
+    assert.equal(await clientLogged(['127.0.0.1'], '203.0.113.7'), '203.0.113.7')
+    assert.equal(await clientLogged(['127.0.0.0/8'], '203.0.113.7'), '203.0.113.7')
+  })
+
+  it("an address the client put before the balancer's own is not believed", async () => {
+    // The client sent "198.51.100.1"; the trusted balancer appended the peer it saw.
+    assert.equal(await clientLogged(['127.0.0.1'], '198.51.100.1, 203.0.113.7'), '203.0.113.7')
   })
 })

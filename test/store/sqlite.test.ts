@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { readdir, stat } from 'node:fs/promises'
+import { chmod, mkdir, readdir, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test } from 'node:test'
@@ -106,6 +106,93 @@ test('sqlite: backup finishes under a steady stream of writes, into a consistent
     await dir.remove()
   }
 })
+
+// D10: the database holds API key hashes and names, so what the store and a backup
+// create is the owner's only, and what the operator made before keeps its mode. Run under umask
+// 022, a usual one, so that the umask is not what makes them private.
+/** As `ls -l` shows them, in octal. */
+const permissions = async (path: string) => ((await stat(path)).mode & 0o777).toString(8)
+
+async function underUmask022(run: () => Promise<void>): Promise<void> {
+  const before = process.umask(0o022)
+  try {
+    await run()
+  } finally {
+    process.umask(before)
+  }
+}
+
+test("sqlite: a new folder and database, its -wal and -shm, are the owner's only", () =>
+  underUmask022(async () => {
+    const dir = await tempDir()
+    const path = join(dir.path, 'new', 'deeper', 'private.db')
+    const store = openSqliteStore({ path })
+    try {
+      await store.migrate()
+      await store.pets.create({ name: 'written to the WAL', categoryId: 1 })
+      for (const folder of [join(dir.path, 'new'), join(dir.path, 'new', 'deeper')]) {
+        assert.equal(await permissions(folder), '700', folder)
+      }
+      for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+        assert.equal(await permissions(file), '600', file)
+      }
+    } finally {
+      await store.close()
+      await dir.remove()
+    }
+  }))
+
+test('sqlite: an existing folder and database file keep their modes', () =>
+  underUmask022(async () => {
+    const dir = await tempDir()
+    const folder = join(dir.path, 'data')
+    await mkdir(folder)
+    await chmod(folder, 0o755)
+    const path = join(folder, 'existing.db')
+    await writeFile(path, '')
+    await chmod(path, 0o640)
+    const store = openSqliteStore({ path })
+    try {
+      await store.migrate()
+      await store.pets.create({ name: 'in an existing file', categoryId: 1 })
+      assert.equal(await permissions(folder), '755')
+      assert.equal(await permissions(path), '640')
+    } finally {
+      await store.close()
+      await dir.remove()
+    }
+  }))
+
+test("sqlite: a backup is the owner's only, even over an earlier partial with this PID", () =>
+  underUmask022(async () => {
+    const dir = await tempDir()
+    const path = join(dir.path, 'source.db')
+    const store = openSqliteStore({ path })
+    try {
+      await store.migrate()
+      await store.pets.create({ name: 'backed up', categoryId: 1 })
+      // Whatever the database's own mode is.
+      await chmod(path, 0o644)
+      const target = join(dir.path, 'copy.db')
+      // An interrupted backup's partial, readable by all, under the name this one will use.
+      const stale = `${target}.partial-${process.pid}`
+      await writeFile(stale, '')
+      await chmod(stale, 0o644)
+      const copied = await backupSqliteDatabase(path, target)
+      assert.equal(copied.pets, 1)
+      assert.equal(await permissions(target), '600')
+      // The earlier partial is gone with this one's.
+      assert.deepEqual((await readdir(dir.path)).sort(), [
+        'copy.db',
+        'source.db',
+        'source.db-shm',
+        'source.db-wal',
+      ])
+    } finally {
+      await store.close()
+      await dir.remove()
+    }
+  }))
 
 // A page's row count is written into its statement's SQL (PetQueries): only a page's (1 to the
 // largest limit and one more) may be, and each count gets its own statement, so pages of

@@ -1,5 +1,5 @@
 // D8, D17: one log line per request, at info, written when the response is finished: method,
-// route template, redacted URL, status, duration, request id, the key's id (never the key), the
+// route template, redacted URL, status, duration, the client's address, request id, the key's id (never the key), the
 // error code of an error, and the trace id of a valid W3C `traceparent`. It replaces Fastify's
 // two lines ("incoming request" without status, "request completed" without route or key).
 // Problems keep lines of their own at warn and error (a 500's cause, an outage, shedding), so
@@ -33,6 +33,8 @@ interface RequestLine {
   url: string
   status: number
   durationMs: number
+  /** The client's address: the peer's, or from X-Forwarded-For behind a trusted balancer. */
+  client: string | undefined
   keyId?: string
   errorCode?: string
   traceId?: string
@@ -46,6 +48,7 @@ function requestLine(request: FastifyRequest, reply: FastifyReply): RequestLine 
     url: redactUrl(request.url),
     status,
     durationMs: Math.round(reply.elapsedTime * 100) / 100,
+    client: request.ip,
   }
   // Set by auth (plugins/auth.ts) only under /v1, and only once the key is valid.
   if (request.apiKeyId) line.keyId = request.apiKeyId

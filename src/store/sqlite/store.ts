@@ -14,7 +14,7 @@
 // a lock held by another process is waited for in short tries on timers; a full, read-only or
 // failing disk answers 503 with what happened, is logged once (outages.ts), and turns readiness
 // 503 until a write commits again.
-import { mkdirSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import type { OutageLogger } from '../../outage-log.ts'
@@ -44,7 +44,7 @@ const PROBE_HEADROOM_BYTES = 64 * 1024
 
 export function openSqliteStore(options: SqliteStoreOptions): Store {
   try {
-    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true })
+    if (options.path !== ':memory:') createPrivately(options.path)
     // Opening may wait for a lock the long way: nothing is served yet. Every later statement
     // waits only BUSY_TIMEOUT_MS per try (failures.ts).
     const db = new DatabaseSync(options.path, { timeout: LOCK_TIMEOUT_MS })
@@ -54,6 +54,21 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     return new SqliteStore(db, new Attempts(options.lockTimeoutMs ?? LOCK_TIMEOUT_MS))
   } catch (err) {
     throw new StoreOpenError(`cannot open the SQLite database ${options.path}`, { cause: err })
+  }
+}
+
+/**
+ * D10: key hashes and names, so a new folder and a new file are the owner's only, like
+ * ssh keys. SQLite gives the -wal, -shm and journal the main file's mode, so creating that file
+ * first (empty is a valid empty database) covers them. An existing folder or file is the
+ * operator's and keeps its mode (mkdir's mode applies only to the folders it creates).
+ */
+function createPrivately(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+  try {
+    closeSync(openSync(path, 'wx', 0o600))
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
   }
 }
 
