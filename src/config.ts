@@ -223,6 +223,12 @@ function parseTrustedProxies(env: Env): string[] {
         `PETSTORE_TRUSTED_PROXIES entry "${entry}" must be an IP address or a CIDR range like 10.0.0.0/8`,
       )
     }
+    // Every address trusted would let any client choose the address logged for it.
+    if (Number(prefix) === 0) {
+      throw new ConfigError(
+        `PETSTORE_TRUSTED_PROXIES entry "${entry}" trusts every address; name the balancers' addresses or subnet`,
+      )
+    }
   }
   return entries
 }

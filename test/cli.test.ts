@@ -107,6 +107,24 @@ describe('petstore CLI', () => {
     assert.equal(keys.find((k) => k.name === 'pasted')?.state, 'active')
   })
 
+  test('a key pasted where another argument belongs is never repeated in the error', async () => {
+    const key = (await runMain(['keys', 'create', '--name', 'p2'], env)).stdout.trim()
+    const opaque = 'operator-secret-in-the-environment-0123456789'
+    const withKeys = { ...env, PETSTORE_API_KEY: opaque }
+    for (const args of [
+      [key],
+      ['keys', key],
+      ['pets', 'list', key],
+      ['pets', 'get', key],
+      ['pets', 'list', '--status', key],
+      ['pets', 'list', opaque],
+    ]) {
+      const result = await runMain(args, withKeys)
+      assert.equal(result.code, 2, args.join(' '))
+      assert.ok(!result.stderr.includes(key) && !result.stderr.includes(opaque), result.stderr)
+    }
+  })
+
   test('backup copies the live database; a service on the copy has every pet and key', async () => {
     const created = await runMain(['keys', 'create', '--name', 'backup check'], env)
     const key = created.stdout.trim()

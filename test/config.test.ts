@@ -92,6 +92,12 @@ describe('loadConfig', () => {
     ['PETSTORE_TRUSTED_PROXIES', '10.0.0.0/33', /^PETSTORE_TRUSTED_PROXIES entry "10.0.0.0\/33"/],
     ['PETSTORE_TRUSTED_PROXIES', 'fd00::/129', /^PETSTORE_TRUSTED_PROXIES entry "fd00::\/129"/],
     [
+      'PETSTORE_TRUSTED_PROXIES',
+      '0.0.0.0/0',
+      /^PETSTORE_TRUSTED_PROXIES entry "0.0.0.0\/0" trusts every address/,
+    ],
+    ['PETSTORE_TRUSTED_PROXIES', '::/0', /^PETSTORE_TRUSTED_PROXIES entry "::\/0" trusts every/],
+    [
       'PETSTORE_CORS_ORIGINS',
       'https://app.example.com/path',
       /^PETSTORE_CORS_ORIGINS entry "https:\/\/app\.example\.com\/path" must be an origin/,

@@ -1,7 +1,7 @@
 // No regular expression of ours can be made to backtrack: a pattern whose running time grows
 // faster than linearly with its input is a denial of service anyone can send when it sees a
-// header, a query, a path or a body (the Bearer check once did: one header held the event loop
-// for a quarter of a second). Every pattern in the code that runs (src/, client/src/, bin/) and
+// header, a query, a path or a body (the Bearer check once did: one header held the event loop,
+// D2). Every pattern in the code that runs (src/, client/src/, bin/) and
 // every `pattern` of the contract (docs/openapi.json, which Ajv compiles to validate request
 // bodies) is checked with recheck, a ReDoS checker that decides by automata and fuzzing. A
 // `new RegExp(…)` built at run time cannot be checked here, so it is refused: write a literal.

@@ -414,9 +414,24 @@ function withCause(err: Error): string {
 
 function usageError(message: string, command: string | undefined, io: CliIo): number {
   const help = isCommand(command) ? `petstore ${command} --help` : 'petstore --help'
-  io.stderr.write(`petstore: ${message}\nRun "${help}" for usage.\n`)
+  io.stderr.write(`petstore: ${withoutKeys(message, io.env)}\nRun "${help}" for usage.\n`)
   return 2
 }
+
+/**
+ * A message that repeats an argument may repeat a key pasted in the wrong place (D3): keys in
+ * the petstore form, and the keys the environment holds, are replaced before it is shown, as a
+ * terminal's scrollback and a CI log keep what is printed.
+ */
+function withoutKeys(message: string, env: CliIo['env']): string {
+  const known = [env.PETSTORE_API_KEY, ...(env.PETSTORE_API_KEYS ?? '').split(',')]
+    .map((key) => key?.trim() ?? '')
+    .filter((key) => key.length >= 8)
+  const hidden = known.reduce((text, key) => text.replaceAll(key, KEY_NOT_SHOWN), message)
+  return hidden.replace(/petstore_(?:live|staging)_[0-9A-Za-z]+/g, KEY_NOT_SHOWN)
+}
+
+const KEY_NOT_SHOWN = '<an API key, not shown>'
 
 /**
  * Runs `petstore ...argv` and returns its exit code. `io` is the process's streams and
@@ -473,7 +488,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       return 1
     }
     if (err instanceof CommandError) {
-      io.stderr.write(`petstore: ${err.message}\n`)
+      io.stderr.write(`petstore: ${withoutKeys(err.message, io.env)}\n`)
       return 1
     }
     if (err instanceof ConfigError) {

@@ -19,7 +19,11 @@ const PREFIX: Record<DeploymentEnv, string> = {
   staging: 'petstore_staging_',
 }
 
-/** A prefix, SECRET_LENGTH then CHECKSUM_LENGTH base62 characters (a literal: test/redos.test.ts). */
+/**
+ * A prefix, SECRET_LENGTH then CHECKSUM_LENGTH base62 characters: a literal, as test/redos.test.ts
+ * checks only those; every test that makes a key with generateApiKey() and has it accepted
+ * holds the two in step.
+ */
 const KEY_PATTERN = /^(petstore_live_|petstore_staging_)([0-9A-Za-z]{32})([0-9A-Za-z]{6})$/
 
 /** Uniform random base62 text: bytes ≥ 248 are dropped so that every character is equally likely. */

@@ -29,8 +29,9 @@ export const IDEMPOTENCY_TTL_DEFAULT_SECONDS = 24 * 60 * 60
 export const IDEMPOTENCY_TTL_MAX_SECONDS = 7 * 24 * 60 * 60
 
 /**
- * Longest accepted `Authorization` field: a key is 52 characters at most (`petstore_staging_`, 32
- * random, a 6-character checksum), so a longer field is refused before it is parsed.
+ * Longest accepted `Authorization` field (D2): far longer than any key (the petstore form's
+ * prefix, secret and checksum; API_KEY_MAX_LENGTH for the environment's), so a longer field is
+ * refused before it is parsed.
  */
 export const AUTHORIZATION_MAX_LENGTH = 512
 

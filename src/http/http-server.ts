@@ -400,7 +400,12 @@ export function httpServerParts(
         return
       }
       const error = errorForClientError(err, limits)
-      this.log.debug({ err, code }, 'HTTP-layer error; answering and closing the connection')
+      // Not the error itself: its rawPacket is the request's bytes, Authorization included (D8).
+      const { reason, bytesParsed } = err as Error & { reason?: string; bytesParsed?: number }
+      this.log.debug(
+        { code, reason, bytesParsed },
+        'HTTP-layer error; answering and closing the connection',
+      )
       connectionOf(socket, appHandler).clientError(error)
     },
   }

@@ -19,7 +19,7 @@ import { listenForScrapes } from '../observability/metrics-server.ts'
 import { openStore } from '../store/open.ts'
 import type { Store } from '../store/store.ts'
 import { startInstance } from './instance.ts'
-import { noticeUnprefixedKeys, offerFirstKey, startLine } from './prepare.ts'
+import { FIRST_KEY_FAILED, noticeUnprefixedKeys, offerFirstKey, startLine } from './prepare.ts'
 import { DRAIN_MS, drainAndExit, onTerminationSignals, uncaughtFields } from './shutdown.ts'
 
 export const MAX_WORKERS = 256
@@ -97,10 +97,7 @@ async function runPrimary(config: Readonly<Config>, count: number): Promise<void
   // spent none.
   const offerKey = () =>
     withStore(config, (store) => offerFirstKey(store.apiKeys, config, log)).catch((err) =>
-      log.error(
-        { err },
-        'the first API key could not be made; make one with "petstore keys create"',
-      ),
+      log.error({ err }, FIRST_KEY_FAILED),
     )
   new Supervisor(count, log, offerKey).start()
 }
@@ -111,10 +108,9 @@ class Supervisor {
   readonly #live = new Set<Worker>()
   readonly #listened = new WeakSet<Worker>()
   #startFailures = 0
-  #listenedCount = 0
   #shuttingDown = false
   #exitCode = 0
-  /** Called once, when the first `count` workers have listened. */
+  /** Called once, when `count` live workers have listened. */
   #whenListening: (() => unknown) | undefined
 
   constructor(count: number, log: Logger, whenListening: () => unknown) {
@@ -163,8 +159,9 @@ class Supervisor {
       this.#listened.add(worker)
       this.#startFailures = 0
       this.#log.info({ worker: worker.id, workerPid: worker.process.pid }, 'worker listening')
-      this.#listenedCount += 1
-      if (this.#listenedCount === this.#count && !this.#shuttingDown) {
+      // Every live worker, not every 'listening' so far: a replacement's would count twice.
+      const allListen = [...this.#live].every((live) => this.#listened.has(live))
+      if (allListen && this.#live.size === this.#count && !this.#shuttingDown) {
         this.#whenListening?.()
         this.#whenListening = undefined
       }

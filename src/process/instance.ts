@@ -12,7 +12,7 @@ import { listenForScrapes, type MetricsServer } from '../observability/metrics-s
 import { MemoryWindowCounter, type WindowCounter } from '../rate-limit/counter.ts'
 import { openStore } from '../store/open.ts'
 import { type ComposedApp, composeApp } from './compose.ts'
-import { offerFirstKey } from './prepare.ts'
+import { FIRST_KEY_FAILED, offerFirstKey } from './prepare.ts'
 import { listenForProbes, type ProbeServer } from './probe-server.ts'
 
 type App = ComposedApp
@@ -133,7 +133,12 @@ export async function startInstance(
       logAcceptErrors(app.server, app.log)
       metricsServer?.announce()
       probeServer?.announce()
-      if (!options.prepared) await offerFirstKey(store.apiKeys, config, app.log)
+      // A store that fails here is an outage the requests will meet too; the server serves on.
+      if (!options.prepared) {
+        await offerFirstKey(store.apiKeys, config, app.log).catch((err: unknown) =>
+          app.log.error({ err }, FIRST_KEY_FAILED),
+        )
+      }
     },
     close: () => {
       closing ??= (async () => {

@@ -35,6 +35,14 @@ export interface KeyTerminal {
 export const NO_KEY_MESSAGE =
   'no API key exists, and none is made where stderr is not a terminal (a key printed there would be kept with the logs): create one with "petstore keys create --name NAME" (in a container: docker exec <container> petstore keys create --name NAME), or give one in PETSTORE_API_KEYS'
 
+/** The same for sqlite::memory:, which no other process can reach to make a key in. */
+const NO_KEY_IN_MEMORY_MESSAGE =
+  'no API key exists, and none is made where stderr is not a terminal (a key printed there would be kept with the logs); an in-memory database takes keys only from PETSTORE_API_KEYS'
+
+/** Said when the first key could not be made (the store failed); the server serves on. */
+export const FIRST_KEY_FAILED =
+  'the first API key could not be made; make one with "petstore keys create --name NAME"'
+
 /**
  * D3's first key, called once every port is bound, so that a start that fails has spent no key.
  * Created and printed only where stderr is a terminal, someone reading it: under a container
@@ -43,13 +51,16 @@ export const NO_KEY_MESSAGE =
  */
 export async function offerFirstKey(
   apiKeys: ApiKeyRepository,
-  config: Pick<Config, 'env' | 'apiKeys'>,
+  config: Pick<Config, 'env' | 'apiKeys' | 'database'>,
   log: Pick<BaseLogger, 'warn'>,
   terminal: KeyTerminal = process.stderr,
 ): Promise<void> {
   if (config.apiKeys.length > 0) return
   if (terminal.isTTY !== true) {
-    if ((await apiKeys.countActive()) === 0) log.warn(NO_KEY_MESSAGE)
+    const inMemory = config.database.engine === 'sqlite' && config.database.path === ':memory:'
+    if ((await apiKeys.countActive()) === 0) {
+      log.warn(inMemory ? NO_KEY_IN_MEMORY_MESSAGE : NO_KEY_MESSAGE)
+    }
     return
   }
   const key = await issueInitialKeyIfNone(apiKeys, config.env, config.apiKeys)

@@ -355,7 +355,7 @@ describe('auth: hostile Authorization fields', () => {
   })
   after(() => server.close())
 
-  /** "Bearer", 15,000 spaces, "x y": once a quarter of a second of backtracking per request. */
+  /** "Bearer", 15,000 spaces, "x y": what the quadratic pattern once backtracked over (D2). */
   const SPACES = `Bearer${' '.repeat(15_000)}x y`
 
   /** A request's status and its time on the client's clock (fetch's pool keeps connections). */
@@ -376,7 +376,7 @@ describe('auth: hostile Authorization fields', () => {
     assert.match(message, /longer than 512 characters/)
     // The server's own time for each (its log's durationMs, from the request's arrival to its
     // answer), the fastest of five, so that the other tests sharing this process do not decide:
-    // a comparison of lengths, where the pattern it replaced spent hundreds of milliseconds.
+    // a comparison of lengths, where the pattern it replaced backtracked over every space.
     const ids = Array.from({ length: 5 }, (_, i) => `hostile-spaces-${i}`)
     for (const id of ids) {
       const response = await fetch(`${server.url}/v1/pets`, {
@@ -408,7 +408,7 @@ describe('auth: hostile Authorization fields', () => {
     }
     const ordinary = await besideBurst('Bearer x y')
     const hostile = await besideBurst(SPACES)
-    // Eight of the old pattern's quarter seconds would have held it up two seconds.
+    // The old pattern's eight backtrackings, one after another, held it up for seconds.
     assert.ok(
       hostile < ordinary + 50,
       `beside hostile: ${hostile} ms, beside ordinary: ${ordinary} ms`,

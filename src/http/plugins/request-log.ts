@@ -1,6 +1,6 @@
 // D8, D17: one log line per request, at info, written when the response is finished: method,
-// route template, redacted URL, status, duration, the client's address, request id, the key's id (never the key), the
-// error code of an error, and the trace id of a valid W3C `traceparent`. It replaces Fastify's
+// route template, redacted URL, status, duration, the client's address, request id, the key's id
+// (never the key), the error code of an error, and the trace id of a valid W3C `traceparent`. It replaces Fastify's
 // two lines ("incoming request" without status, "request completed" without route or key).
 // Problems keep lines of their own at warn and error (a 500's cause, an outage, shedding), so
 // LOG_LEVEL=warn keeps those and drops the per-request lines.

@@ -10,7 +10,10 @@ interface ApiKeyRow {
   revokedAt: Date | null
 }
 
-/** Serialises D3's first key across processes: 'petstore' in ASCII, as int8, plus one. */
+/**
+ * Serialises D3's first key across processes: 'petstore' in ASCII, as int8, plus one, so that
+ * it is not the migrations' lock (store.ts) and a first key never waits behind a migration.
+ */
 const FIRST_KEY_LOCK = '8099007544119226982'
 
 const API_KEY_COLUMNS = 'id, name, hint, created_at AS "createdAt", revoked_at AS "revokedAt"'

@@ -68,16 +68,16 @@ export interface Statement {
   text: string
 }
 
-/**
- * The pool, with every query's errors sorted in one place, and a record of the queries still
- * running so that close() can let them finish (pg's pool.end() would strand queued ones).
- */
 /** A query inside Database.transaction(). */
 export type TransactionQuery = <Row>(
   statement: Statement,
   values: unknown[],
 ) => Promise<{ rows: Row[]; rowCount: number }>
 
+/**
+ * The pool, with every query's errors sorted in one place, and a record of the queries still
+ * running so that close() can let them finish (pg's pool.end() would strand queued ones).
+ */
 export class Database {
   readonly #pool: Pool
   readonly session: Session
@@ -132,14 +132,17 @@ export class Database {
     let client: PoolClient | undefined
     const running = (async () => {
       client = await this.#pool.connect()
-      await client.query('BEGIN')
       const connection = client
-      const result = await work(async <Row>(statement: Statement, values: unknown[]) => {
-        const config = { ...this.#prepared(statement), values, query_timeout: timeoutMs }
+      const run = async <Row>(statement: { name?: string; text: string }, values: unknown[]) => {
+        const config = { ...statement, values, query_timeout: timeoutMs }
         const { rows, rowCount } = await connection.query(config)
         return { rows: rows as Row[], rowCount: rowCount ?? 0 }
-      })
-      await client.query('COMMIT')
+      }
+      // Named, whatever a role or database sets by default: work relies on each statement
+      // seeing what others committed before it began (a serialising lock, then a read).
+      await run({ text: 'BEGIN ISOLATION LEVEL READ COMMITTED' }, [])
+      const result = await work((statement, values) => run(this.#prepared(statement), values))
+      await run({ text: 'COMMIT' }, [])
       return result
     })()
     this.#running.add(running)
