@@ -56,6 +56,8 @@ export interface Config {
   metrics: SideListener | undefined
   /** D20: where orchestrators probe /healthz and /readyz apart from the API's connections; undefined: off. */
   probes: SideListener | undefined
+  /** D20: PROBE_PORT's /healthz is 503 once the API's event loop has not turned for this long (ms). */
+  livenessStallMs: number
 }
 
 /** D17, D20: a listener apart from the API's (METRICS_PORT/METRICS_HOST, PROBE_PORT/PROBE_HOST). */
@@ -105,6 +107,7 @@ export const configDefaults = {
   PETSTORE_IDEMPOTENCY_TTL: '86400',
   METRICS_PORT: '9464',
   PROBE_PORT: 'off',
+  PETSTORE_LIVENESS_STALL_MS: '10000',
 } as const
 
 function read(env: Env, name: keyof typeof configDefaults): string {
@@ -400,5 +403,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       IDEMPOTENCY_TTL_MAX_SECONDS,
     ),
     ...sideListeners(env, api),
+    livenessStallMs: integer(
+      'PETSTORE_LIVENESS_STALL_MS',
+      read(env, 'PETSTORE_LIVENESS_STALL_MS'),
+      500,
+      600_000,
+    ),
   })
 }

@@ -30,6 +30,7 @@ describe('loadConfig', () => {
     assert.equal(config.logLevel, 'info')
     assert.deepEqual(config.corsOrigins, [])
     assert.deepEqual(config.trustedProxies, [])
+    assert.equal(config.livenessStallMs, 10_000)
     assert.equal(config.idempotencyTtlSeconds, 86_400)
     assert.ok(Object.isFrozen(config))
   })
@@ -88,6 +89,11 @@ describe('loadConfig', () => {
       'PETSTORE_TRUSTED_PROXIES',
       '10.0.0.0/8, proxy.internal',
       /^PETSTORE_TRUSTED_PROXIES entry "proxy.internal" must be an IP address or a CIDR range/,
+    ],
+    [
+      'PETSTORE_LIVENESS_STALL_MS',
+      '499',
+      /^PETSTORE_LIVENESS_STALL_MS must be an integer from 500 to 600000/,
     ],
     ['PETSTORE_TRUSTED_PROXIES', '10.0.0.0/33', /^PETSTORE_TRUSTED_PROXIES entry "10.0.0.0\/33"/],
     ['PETSTORE_TRUSTED_PROXIES', 'fd00::/129', /^PETSTORE_TRUSTED_PROXIES entry "fd00::\/129"/],

@@ -2,6 +2,9 @@
 // port's probes answer: alive; ready, or 503 with Retry-After while draining, while the store is
 // unreachable and while requests are shed; nothing else is there.
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { connect } from 'node:net'
 import { after, afterEach, before, describe, test } from 'node:test'
 import { setTimeout as delay } from 'node:timers/promises'
 import { readiness } from '../src/http/routes/health.ts'
@@ -14,6 +17,8 @@ import { startService } from './helpers/process.ts'
 import { openTestStore, type TestStore, tempDir } from './helpers/server.ts'
 
 const quiet = { info() {}, error() {}, warn() {} }
+/** The readiness check's interval here: short, so that a test waits little for a change. */
+const READINESS_INTERVAL_MS = 50
 
 describe('the probe listener', () => {
   let database: TestStore
@@ -33,9 +38,13 @@ describe('the probe listener', () => {
     })
     probes = await listenForProbes(
       { port: 0, host: '127.0.0.1' },
-      { ready: () => readiness(store, lifecycle, quiet), shedding: () => shedding },
+      {
+        ready: () => readiness(store, lifecycle, quiet),
+        shedding: () => shedding,
+        draining: () => lifecycle.draining,
+      },
       quiet,
-      { ownSocketPerProcess: false },
+      { ownSocketPerProcess: false, stallMs: 10_000, readinessIntervalMs: READINESS_INTERVAL_MS },
     )
   })
   after(async () => {
@@ -50,12 +59,22 @@ describe('the probe listener', () => {
 
   const get = (path: string, init: RequestInit = {}) => fetch(probes.origin + path, init)
 
+  /** The first answer of `path` with `status`, asked every few ms; fails after two seconds. */
+  async function answered(path: string, status: number): Promise<Response> {
+    for (let waited = 0; ; waited += 10) {
+      const response = await get(path)
+      if (response.status === status || waited > 2_000) return response
+      await response.body?.cancel()
+      await delay(10)
+    }
+  }
+
   test('/healthz is alive and /readyz ready, as JSON, never cached', async () => {
     for (const [path, body] of [
       ['/healthz', { status: 'ok' }],
       ['/readyz', { status: 'ready' }],
     ] as const) {
-      const response = await get(path)
+      const response = await answered(path, 200)
       assert.equal(response.status, 200, path)
       assert.equal(response.headers.get('content-type'), 'application/json; charset=utf-8')
       assert.equal(response.headers.get('cache-control'), 'no-store')
@@ -88,8 +107,10 @@ describe('the probe listener', () => {
       lifecycle.draining = false
       pingFails = false
       shedding = false
+      assert.equal((await answered('/readyz', 200)).status, 200, 'ready again first')
       make()
-      const ready = await get('/readyz')
+      // Draining and shedding at the next heartbeat, the store at the next check.
+      const ready = await answered('/readyz', 503)
       assert.equal(ready.status, 503, String(message))
       assert.ok(Number(ready.headers.get('retry-after')) >= 1)
       const body = (await ready.json()) as { code: string; message: string }
@@ -99,6 +120,79 @@ describe('the probe listener', () => {
       const alive = await get('/healthz')
       assert.equal(alive.status, 200)
       await alive.body?.cancel()
+    }
+  })
+})
+
+describe('the probe thread tells a stuck event loop from a busy one', () => {
+  // The test's own loop is the API's here: it is held by a synchronous wait (Atomics.wait, as a
+  // stuck loop would be) while another process probes every 50 ms and writes what it got.
+  const PROBER = `
+    const [origin, forMs] = process.argv.slice(1)
+    const started = Date.now()
+    const results = []
+    while (Date.now() - started < Number(forMs)) {
+      const at = Date.now()
+      try {
+        const response = await fetch(origin + '/healthz', { signal: AbortSignal.timeout(1000) })
+        results.push([at, response.status, Date.now() - at])
+      } catch { results.push([at, 0, Date.now() - at]) }
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    console.log(JSON.stringify(results))`
+
+  test('/healthz: 200 while the loop turns, 503 once stuck past the stall time, 200 again after', async () => {
+    const STALL_MS = 500
+    const probes = await listenForProbes(
+      { port: 0, host: '127.0.0.1' },
+      {
+        ready: async () => ({ statusCode: 200, body: { status: 'ready' } }),
+        shedding: () => false,
+        draining: () => false,
+      },
+      quiet,
+      { ownSocketPerProcess: false, stallMs: STALL_MS },
+    )
+    try {
+      const prober = spawn(
+        process.execPath,
+        ['--input-type=module', '-e', PROBER, probes.origin, '3000'],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      )
+      let output = ''
+      prober.stdout.on('data', (chunk) => {
+        output += chunk
+      })
+      await delay(700)
+      // Stuck for twice the stall time: no timer, no I/O of this thread runs meanwhile.
+      const stuckAt = Date.now()
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2 * STALL_MS + 300)
+      const stuckFor = Date.now() - stuckAt
+      await once(prober, 'exit')
+      const results = JSON.parse(output) as [number, number, number][]
+      assert.ok(
+        results.every(([, status]) => status === 200 || status === 503),
+        output,
+      )
+      assert.ok(
+        results.every(([, , took]) => took < 1_000),
+        `every probe answered: ${output}`,
+      )
+      const firstStalled = results.find(([, status]) => status === 503)
+      assert.ok(firstStalled, `a 503 while stuck for ${stuckFor} ms: ${output}`)
+      // Within the stall time and one probe (50 ms) of the loop's last turn (a heartbeat is
+      // 100 ms, so that turn was at most that long before the wait).
+      assert.ok(
+        firstStalled[0] - stuckAt <= STALL_MS + 50 + 100,
+        `503 from ${firstStalled[0] - stuckAt} ms into the wait: ${output}`,
+      )
+      const last = results.at(-1)
+      assert.equal(last?.[1], 200, `alive again once the loop turns: ${output}`)
+      assert.equal(results[0]?.[1], 200, `alive before: ${output}`)
+    } finally {
+      await probes.close()
     }
   })
 })
@@ -117,6 +211,15 @@ describe('serve with PROBE_PORT', () => {
           args,
         )
         try {
+          // Each worker's thread says ready once that worker's API port listens and its next
+          // readiness check has run: waited for, as an orchestrator's probe would retry.
+          for (let waited = 0; waited < 5_000; waited += 50) {
+            const ready = await Promise.all(
+              [0, 1, 2, 3].map(() => fetch(`http://127.0.0.1:${probePort}/readyz`)),
+            )
+            if (ready.every((response) => response.status === 200)) break
+            await delay(50)
+          }
           for (const path of ['/healthz', '/readyz']) {
             const onApi = await fetch(service.url + path)
             const onProbes = await fetch(`http://127.0.0.1:${probePort}${path}`)
@@ -139,6 +242,49 @@ describe('serve with PROBE_PORT', () => {
         }
       }
     } finally {
+      await dir.remove()
+    }
+  })
+})
+
+describe('serve with PROBE_PORT: the drain', () => {
+  test('SIGTERM: /readyz there says 503 shutting down while a request still drains, /healthz 200', async () => {
+    const dir = await tempDir()
+    const probePort = await freePort()
+    const service = await startService({
+      DATABASE_URL: `sqlite:${dir.path}/drain.db`,
+      PROBE_PORT: String(probePort),
+      PETSTORE_API_KEYS: 'k'.repeat(40),
+    })
+    try {
+      const probe = (path: string) => fetch(`http://127.0.0.1:${probePort}${path}`)
+      assert.equal((await probe('/readyz')).status, 200)
+      // A create whose body has not all arrived: the drain waits for it.
+      const { port } = new URL(service.url)
+      const socket = connect(Number(port), '127.0.0.1')
+      await once(socket, 'connect')
+      const body = JSON.stringify({ name: 'Rex', categoryId: 1 })
+      socket.write(
+        `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'k'.repeat(40)}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+      )
+      await delay(100)
+      service.child.kill('SIGTERM')
+      let ready: Response | undefined
+      for (let waited = 0; waited < 2_000; waited += 10) {
+        ready = await probe('/readyz')
+        if (ready.status === 503) break
+        await ready.body?.cancel()
+        await delay(10)
+      }
+      assert.equal(ready?.status, 503)
+      const said = (await ready?.json()) as { message: string } | undefined
+      assert.match(said?.message ?? '', /shutting down/)
+      assert.equal((await probe('/healthz')).status, 200, 'alive while it drains')
+      socket.end(body.slice(5))
+      assert.equal(await service.exited, 0)
+    } finally {
+      await service.stop('SIGKILL')
       await dir.remove()
     }
   })

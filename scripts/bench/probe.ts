@@ -1,20 +1,20 @@
 // A liveness prober, run as its own process beside the load so that its timings are not those of
 // a busy load generator: GET <url> every <interval> ms for <seconds>, each on a new connection
-// (as kubelet's HTTP probes do), with a 10 s timeout. Prints one JSON line: for every probe, when
-// it started (ms since the first) and its latency in ms, or null for a failure (a timeout, an
-// error, an answer other than 200).
+// (as kubelet's HTTP probes do), with a timeout (10 s unless given). Prints one JSON line: for
+// every probe, when it started (ms since the first) and its latency in ms, or null for a failure
+// (a timeout, an error, an answer other than 200).
 //
-//   node scripts/bench/probe.ts <url> <seconds> <intervalMs>
+//   node scripts/bench/probe.ts <url> <seconds> <intervalMs> [timeoutMs]
 import { probe as probeOnce } from '../fleet/probe.ts'
 
-const [url, seconds, intervalMs] = process.argv.slice(2)
+const [url, seconds, intervalMs, timeoutMs = '10000'] = process.argv.slice(2)
 if (!url || !seconds || !intervalMs) {
   process.stderr.write('usage: node scripts/bench/probe.ts <url> <seconds> <intervalMs>\n')
   process.exit(2)
 }
 
 async function probe(): Promise<number | undefined> {
-  const { status, ms } = await probeOnce(url as string, 10_000)
+  const { status, ms } = await probeOnce(url as string, Number(timeoutMs))
   return status === 200 ? ms : undefined
 }
 

@@ -118,11 +118,14 @@ export async function startInstance(
                 app.server.listening
                   ? readiness(store, lifecycle, app.log)
                   : Promise.resolve(STARTING),
-              // A draining instance says so rather than that it is overloaded.
-              shedding: () => !lifecycle.draining && app.loadShedding.active,
+              shedding: () => app.loadShedding.active,
+              draining: () => lifecycle.draining,
             },
             app.log,
-            { ownSocketPerProcess: options.clusterWorker === true },
+            {
+              ownSocketPerProcess: options.clusterWorker === true,
+              stallMs: config.livenessStallMs,
+            },
           )
         }
         await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG })
@@ -143,6 +146,8 @@ export async function startInstance(
     close: () => {
       closing ??= (async () => {
         lifecycle.draining = true
+        // The probe thread says 503 before the API's port closes, not at its next heartbeat.
+        probeServer?.publish()
         await app.close()
         // After the drain, so that a scrape during it still sees the figures and a probe
         // during it is told 503, not refused.

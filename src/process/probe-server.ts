@@ -1,92 +1,200 @@
-// D20: /healthz and /readyz on a listener of their own (PROBE_PORT on PROBE_HOST), for an
-// orchestrator's probes. Node accepts one connection per turn of its event loop, so when a
-// flood of connections reaches the API's port, a probe's fresh connection waits behind them in
-// the accept queue, for seconds, and a liveness probe that times out gets a busy but healthy
-// process restarted. Here a probe is accepted at the next turn. The answers are the API port's
-// (routes/health.ts), without its headers; /readyz also says 503 while requests are shed (D16),
-// as the API port's /readyz, which is shed, does.
+// D20: /healthz and /readyz on a listener of their own (PROBE_PORT on PROBE_HOST), answered by a
+// thread of their own (probe-thread.ts), for an orchestrator's probes. A flood of connections
+// and requests holds the API's event loop, and a probe that waited behind it (as one on the API's
+// port does, or on a listener of that same loop) timed out, and a liveness probe got a busy but
+// healthy process restarted. The probe thread never waits for that loop: this module publishes
+// what the answers need (probe-memory.ts), a heartbeat on every turn of a timer, the draining
+// and shedding flags, and the readiness it checks on an interval, and the thread answers from it.
+// /healthz is 503 only once the API's loop has not turned for PETSTORE_LIVENESS_STALL_MS: stuck,
+// not busy. The answers are the API port's (routes/health.ts), without its headers.
 //
-// Under --workers each worker binds the port itself (SO_REUSEPORT, Linux), the kernel spreading
-// probes over them: a connection the cluster primary hands a worker waits behind the API's, one
-// acknowledged message at a time.
-import type { ServerResponse } from 'node:http'
+// Under --workers each worker has its thread, which binds the port itself (SO_REUSEPORT, Linux),
+// the kernel spreading probes over them.
+import { getCompileCacheDir } from 'node:module'
+import { dirname } from 'node:path'
+import { Worker } from 'node:worker_threads'
 import type { SideListener } from '../config.ts'
 import { errorBody } from '../errors.ts'
 import { SHED_ANSWER } from '../http/plugins/load-shedding.ts'
-import { ALIVE, LIVENESS_PATH, type ProbeAnswer, READINESS_PATH } from '../http/routes/health.ts'
+import {
+  ALIVE,
+  LIVENESS_PATH,
+  type ProbeAnswer,
+  READINESS_PATH,
+  SHUTTING_DOWN,
+  STARTING,
+} from '../http/routes/health.ts'
 import {
   type AnnouncedServer,
   type ListenerLogger,
-  listenApart,
-  servedPath,
+  SideListenError,
 } from '../observability/side-listener.ts'
+import { ProbeWriter, probeMemory } from './probe-memory.ts'
+import type { FromProbeThread, ProbeThreadData, ToProbeThread } from './probe-thread.ts'
 
 export interface ProbeServer extends AnnouncedServer {
   /** e.g. http://127.0.0.1:8081 */
   readonly origin: string
+  /** Publishes draining and shedding now, not at the next heartbeat (a drain's first step). */
+  publish(): void
 }
 
 export interface Probes {
+  /** Whether this process should be sent requests: asked every `readinessIntervalMs`. */
   ready(): Promise<ProbeAnswer>
   /** Whether the API's requests are being shed now (D16). */
   shedding(): boolean
+  /** Whether the process drains (D11). */
+  draining(): boolean
 }
 
-/** The API port's /readyz is shed with 503 under overload; this one, never shed, says the same. */
-const OVERLOADED: ProbeAnswer = {
-  statusCode: 503,
-  retryAfter: SHED_ANSWER.retryAfter,
-  body: errorBody('unavailable', SHED_ANSWER.message),
+export interface ProbeOptions {
+  /** A worker of `serve --workers`: the thread binds the port itself (SO_REUSEPORT). */
+  ownSocketPerProcess: boolean
+  /** PETSTORE_LIVENESS_STALL_MS. */
+  stallMs: number
+  /** How often readiness is checked (the store pinged); a second unless a test says. */
+  readinessIntervalMs?: number
 }
 
-function send(res: ServerResponse, answer: ProbeAnswer, head: boolean): void {
-  const body = JSON.stringify(answer.body)
-  res.writeHead(answer.statusCode, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    'cache-control': 'no-store',
-    ...(answer.retryAfter === undefined ? {} : { 'retry-after': answer.retryAfter }),
-  })
-  res.end(head ? undefined : body)
+/** The heartbeat's period: a loop silent for a few of these is already far behind. */
+const HEARTBEAT_MS = 100
+const READINESS_INTERVAL_MS = 1_000
+/** A check may take its ping's time out (a second) and more under load before it counts stale. */
+const READINESS_MARGIN_MS = 2_000
+
+/** The folder given to the compile cache (getCompileCacheDir() is the version's folder in it). */
+function compileCacheFolder(): string | undefined {
+  const folder = getCompileCacheDir?.()
+  return folder === undefined ? undefined : dirname(folder)
+}
+
+/**
+ * The thread answers small probes and keeps next to nothing: a small heap of its own keeps what
+ * it adds to the process's memory small (docs/benchmarks.md).
+ */
+const PROBE_THREAD_LIMITS = { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 }
+
+function unavailable(message: string): ProbeAnswer {
+  return { statusCode: 503, retryAfter: '1', body: errorBody('unavailable', message) }
 }
 
 export async function listenForProbes(
   listener: SideListener,
   probes: Probes,
   log: ListenerLogger,
-  options: { ownSocketPerProcess: boolean },
+  options: ProbeOptions,
 ): Promise<ProbeServer> {
-  const server = await listenApart(
-    'PROBE',
+  const readinessIntervalMs = options.readinessIntervalMs ?? READINESS_INTERVAL_MS
+  const memory = probeMemory()
+  const shared = new ProbeWriter(memory)
+  const data: ProbeThreadData = {
     listener,
-    (req, res) => {
-      const path = servedPath(req, res, [LIVENESS_PATH, READINESS_PATH])
-      if (path === undefined) return
-      const head = req.method === 'HEAD'
-      if (path === LIVENESS_PATH) {
-        send(res, ALIVE, head)
-        return
-      }
-      if (probes.shedding()) {
-        send(res, OVERLOADED, head)
-        return
-      }
-      probes.ready().then(
-        (answer) => send(res, answer, head),
-        (err: unknown) => {
-          log.error({ err }, 'readiness probe failed')
-          res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('error\n')
-        },
-      )
-    },
-    log,
     // SO_REUSEPORT is Linux's (and a few BSDs'); elsewhere workers share the primary's socket.
-    { reusePort: options.ownSocketPerProcess && process.platform === 'linux' },
-  )
-  return {
-    origin: server.origin,
-    announce: () =>
-      log.info({ url: server.origin }, `probes (/healthz, /readyz) listening at ${server.origin}`),
-    close: () => server.close(),
+    reusePort: options.ownSocketPerProcess && process.platform === 'linux',
+    memory,
+    stallMs: options.stallMs,
+    readinessStaleMs: readinessIntervalMs + READINESS_MARGIN_MS,
+    paths: { liveness: LIVENESS_PATH, readiness: READINESS_PATH },
+    compileCache: compileCacheFolder(),
+    answers: {
+      alive: ALIVE,
+      stalled: unavailable(
+        `the service's event loop has not turned for over ${options.stallMs} ms`,
+      ),
+      starting: STARTING,
+      stale: unavailable('the service has not checked its readiness in time'),
+      shuttingDown: SHUTTING_DOWN,
+      // The API port's /readyz is shed with 503 under overload; this one says the same.
+      overloaded: { ...unavailable(SHED_ANSWER.message), retryAfter: SHED_ANSWER.retryAfter },
+    },
   }
+  const publish = () => {
+    shared.beat()
+    shared.flags(probes.draining(), probes.shedding())
+  }
+  publish()
+  const thread = new Worker(new URL('./probe-thread-start.js', import.meta.url), {
+    workerData: data,
+    resourceLimits: PROBE_THREAD_LIMITS,
+  })
+  let closing = false
+  const exited = new Promise<void>((resolve) => {
+    thread.once('exit', (code) => {
+      // Probes then find nothing listening: an orchestrator restarts the process, as it should.
+      if (!closing) log.error({ code }, 'the probe thread ended; PROBE_PORT is not answered')
+      resolve()
+    })
+  })
+  const origin = await threadListening(thread, listener, log).catch((err: unknown) => {
+    closing = true
+    throw err
+  })
+
+  const heartbeat = setInterval(publish, HEARTBEAT_MS)
+  let checking = false
+  const check = async () => {
+    if (checking) return
+    checking = true
+    try {
+      const answer = await probes.ready()
+      shared.readinessChecked()
+      thread.postMessage({ type: 'readiness', answer } satisfies ToProbeThread)
+    } catch (err) {
+      log.error({ err }, 'readiness check failed')
+    } finally {
+      checking = false
+    }
+  }
+  const readiness = setInterval(check, readinessIntervalMs)
+  check()
+  // Neither the timers nor the thread keep the process alive: the API's server does.
+  heartbeat.unref()
+  readiness.unref()
+  thread.unref()
+
+  return {
+    origin,
+    publish,
+    // Once every listener is bound: readiness is checked again then, not a second later.
+    announce: () => {
+      log.info({ url: origin }, `probes (/healthz, /readyz) listening at ${origin}`)
+      check()
+    },
+    close: async () => {
+      closing = true
+      clearInterval(heartbeat)
+      clearInterval(readiness)
+      const closed = new Promise<void>((resolve) => {
+        thread.on('message', (message: FromProbeThread) => {
+          if (message.type === 'closed') resolve()
+        })
+      })
+      thread.postMessage({ type: 'close' } satisfies ToProbeThread)
+      await Promise.race([closed, exited])
+      await thread.terminate()
+    },
+  }
+}
+
+/** The thread's origin once it listens; its failure to listen as the start reports a port's. */
+function threadListening(
+  thread: Worker,
+  listener: SideListener,
+  log: ListenerLogger,
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    thread.on('message', (message: FromProbeThread) => {
+      if (message.type === 'listening') resolve(message.origin)
+      else if (message.type === 'listen-failed') {
+        thread.terminate()
+        const cause = Object.assign(message.error, { code: message.code })
+        reject(new SideListenError('PROBE', listener, cause))
+      } else if (message.type === 'log') log.error(message.fields, message.message)
+    })
+    thread.on('error', (err) => {
+      log.error({ err }, 'the probe thread failed')
+      reject(new SideListenError('PROBE', listener, err))
+    })
+  })
 }

@@ -32,13 +32,16 @@ function unavailable(retryAfter: string, message: string): ProbeAnswer {
 /** Before the API's port listens: the probe listener (D20) is bound first. */
 export const STARTING: ProbeAnswer = unavailable('1', 'the service is starting')
 
+/** While it drains (D11). */
+export const SHUTTING_DOWN: ProbeAnswer = unavailable('1', 'the service is shutting down')
+
 /** Whether this process should be sent requests now (D1, D11, D16). */
 export async function readiness(
   store: Store,
   lifecycle: Lifecycle,
   log: WarnLogger,
 ): Promise<ProbeAnswer> {
-  if (lifecycle.draining) return unavailable('1', 'the service is shutting down')
+  if (lifecycle.draining) return SHUTTING_DOWN
   try {
     await store.ping()
   } catch (err) {
