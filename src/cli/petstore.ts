@@ -141,6 +141,11 @@ async function serveCommand(args: string[]): Promise<Run> {
           '--workers needs a database its processes share; sqlite::memory: lives inside one process',
         )
       }
+      if (config.probes !== undefined && process.platform !== 'linux') {
+        throw new CommandError(
+          "PROBE_PORT under --workers needs Linux: each worker's probe thread binds the port with SO_REUSEPORT; run one process per container instead, or leave PROBE_PORT off",
+        )
+      }
       if (cluster.isPrimary) {
         await checkListen(config)
         await checkProbeListen(config.probes, SideListenError, DRAIN_MS + 2_000)

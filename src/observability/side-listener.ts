@@ -77,9 +77,10 @@ export async function listenApart(
   listener: SideListener,
   handler: RequestListener,
   log: Pick<ListenerLogger, 'error'>,
-  options: { reusePort?: boolean } = {},
+  options: { reusePort?: boolean; maxConnections?: number } = {},
 ): Promise<SideServer> {
   const server = createServer({ requestTimeout: 10_000, headersTimeout: 5_000 }, handler)
+  if (options.maxConnections !== undefined) server.maxConnections = options.maxConnections
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) => reject(new SideListenError(settings, listener, err)))
     const reuse = options.reusePort ? { exclusive: true, reusePort: true } : {}

@@ -12,6 +12,7 @@
 // the kernel spreading probes over them.
 import { getCompileCacheDir } from 'node:module'
 import { dirname } from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
 import { Worker } from 'node:worker_threads'
 import type { SideListener } from '../config.ts'
 import { errorBody } from '../errors.ts'
@@ -57,11 +58,13 @@ export interface ProbeOptions {
   readinessIntervalMs?: number
 }
 
-/** The heartbeat's period: a loop silent for a few of these is already far behind. */
+/** D20: the heartbeat's period; a loop silent for a few of these is already far behind. */
 const HEARTBEAT_MS = 100
 const READINESS_INTERVAL_MS = 1_000
-/** A check may take its ping's time out (a second) and more under load before it counts stale. */
+/** D20: a check may take its ping's own time-out and more under load before it counts stale. */
 const READINESS_MARGIN_MS = 2_000
+/** D11: a thread that does not say it closed is ended anyway; the drain goes on. */
+const CLOSE_WAIT_MS = 1_000
 
 /** The folder given to the compile cache (getCompileCacheDir() is the version's folder in it). */
 function compileCacheFolder(): string | undefined {
@@ -90,8 +93,10 @@ export async function listenForProbes(
   const shared = new ProbeWriter(memory)
   const data: ProbeThreadData = {
     listener,
-    // SO_REUSEPORT is Linux's (and a few BSDs'); elsewhere workers share the primary's socket.
-    reusePort: options.ownSocketPerProcess && process.platform === 'linux',
+    // Each worker's thread binds the port itself: a thread has no cluster primary to share a
+    // socket through, so `serve --workers` with PROBE_PORT needs Linux's SO_REUSEPORT
+    // (cli/petstore.ts refuses it elsewhere).
+    reusePort: options.ownSocketPerProcess,
     memory,
     stallMs: options.stallMs,
     readinessStaleMs: readinessIntervalMs + READINESS_MARGIN_MS,
@@ -114,6 +119,8 @@ export async function listenForProbes(
     shared.flags(probes.draining(), probes.shedding())
   }
   publish()
+  const heartbeat = setInterval(publish, HEARTBEAT_MS)
+  heartbeat.unref()
   const thread = new Worker(new URL('./probe-thread-start.js', import.meta.url), {
     workerData: data,
     resourceLimits: PROBE_THREAD_LIMITS,
@@ -128,10 +135,10 @@ export async function listenForProbes(
   })
   const origin = await threadListening(thread, listener, log).catch((err: unknown) => {
     closing = true
+    clearInterval(heartbeat)
     throw err
   })
 
-  const heartbeat = setInterval(publish, HEARTBEAT_MS)
   let checking = false
   const check = async () => {
     if (checking) return
@@ -148,8 +155,8 @@ export async function listenForProbes(
   }
   const readiness = setInterval(check, readinessIntervalMs)
   check()
-  // Neither the timers nor the thread keep the process alive: the API's server does.
-  heartbeat.unref()
+  // Neither the timers nor the thread keep the process alive while it serves: the API's server
+  // does. close() refs the thread again, so a drain waits for it to close.
   readiness.unref()
   thread.unref()
 
@@ -165,13 +172,15 @@ export async function listenForProbes(
       closing = true
       clearInterval(heartbeat)
       clearInterval(readiness)
+      // Unref'd, the thread's port would let the process end here, before the store closes.
+      thread.ref()
       const closed = new Promise<void>((resolve) => {
         thread.on('message', (message: FromProbeThread) => {
           if (message.type === 'closed') resolve()
         })
       })
       thread.postMessage({ type: 'close' } satisfies ToProbeThread)
-      await Promise.race([closed, exited])
+      await Promise.race([closed, exited, delay(CLOSE_WAIT_MS, undefined, { ref: false })])
       await thread.terminate()
     },
   }

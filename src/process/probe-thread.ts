@@ -43,6 +43,9 @@ export type FromProbeThread =
   | { type: 'log'; fields: object; message: string }
   | { type: 'closed' }
 
+/** Open connections past this are closed at once (a flood aimed at the probe port). */
+const MAX_PROBE_CONNECTIONS = 512
+
 const data = workerData as ProbeThreadData
 const port = parentPort
 if (port === null) throw new Error('probe-thread.ts runs as a worker thread (probe-server.ts)')
@@ -89,7 +92,9 @@ try {
       send(res, path === data.paths.liveness ? liveness() : ready(), req.method === 'HEAD')
     },
     log,
-    { reusePort: data.reusePort },
+    // D16: what a client may hold here is bounded as on the API's port, and well within the
+    // thread's small heap; an orchestrator's probes are a handful at a time.
+    { reusePort: data.reusePort, maxConnections: MAX_PROBE_CONNECTIONS },
   )
   port.on('message', (message: ToProbeThread) => {
     if (message.type === 'readiness') readiness = message.answer
