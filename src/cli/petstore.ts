@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises'
 import { createServer, isIP, type ListenOptions } from 'node:net'
 import { availableParallelism } from 'node:os'
 import { type Config, ConfigError, loadConfig, type SideListener } from '../config.ts'
-import { isKeyId, parseApiKey } from '../contract/api-key.ts'
+import { isKeyId } from '../contract/api-key.ts'
 import { issueApiKey } from '../keys/issue.ts'
 import type { SideListenError } from '../observability/side-listener.ts'
 import { type BackupSummary, backupSqliteDatabase } from '../operations/backup.ts'
@@ -350,7 +350,7 @@ function keysCommand(args: string[]): Run {
       // Never repeated when it is not an id: it may be the secret itself.
       if (!isKeyId(id)) {
         throw new UsageError(
-          id.startsWith('petstore_') || parseApiKey(id).kind !== 'opaque'
+          id.startsWith('petstore_')
             ? 'keys revoke was given an API key where its ID is expected; nothing was revoked. Find the ID with "petstore keys list" (HINT shows the key\'s last 4 characters)'
             : 'keys revoke needs a key ID (key_ and 12 letters or digits, as "petstore keys list" shows); nothing was revoked',
         )

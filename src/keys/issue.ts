@@ -24,16 +24,15 @@ function newKeyRecord(key: string, name: string): NewApiKeyRecord {
 }
 
 /**
- * D3: a first start with no key at all (none in the store, none in the environment) creates
- * one and returns it, to be shown once; undefined when any key exists. Checking and creating are
- * one step of the store's, so instances starting together on an empty database make one key.
+ * D3: the first key, made and returned (to be shown once) when the store has no active key;
+ * undefined when it has one. Checking and creating are one step of the store's, so instances
+ * starting together on an empty database make one key. (Keys from the environment are the
+ * caller's to weigh: process/prepare.ts makes none when there are some.)
  */
 export async function issueInitialKeyIfNone(
   apiKeys: ApiKeyRepository,
   env: DeploymentEnv,
-  environmentKeys: readonly string[],
 ): Promise<string | undefined> {
-  if (environmentKeys.length > 0) return undefined
   const key = generateApiKey(env)
   const record = await apiKeys.createFirst(newKeyRecord(key, 'initial'))
   return record === undefined ? undefined : key

@@ -63,7 +63,7 @@ export async function offerFirstKey(
     }
     return
   }
-  const key = await issueInitialKeyIfNone(apiKeys, config.env, config.apiKeys)
+  const key = await issueInitialKeyIfNone(apiKeys, config.env)
   if (key === undefined) return
   log.warn('no API key existed; created one and printed it once on stderr')
   terminal.write(

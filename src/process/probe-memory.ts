@@ -18,14 +18,23 @@ export function probeMemory(): SharedArrayBuffer {
   return new SharedArrayBuffer(TIMES * 8 + FLAGS * 4)
 }
 
+/** The times, then the flags: the one layout both threads read the memory with. */
+function views(memory: SharedArrayBuffer): { times: BigInt64Array; flags: Int32Array } {
+  return {
+    times: new BigInt64Array(memory, 0, TIMES),
+    flags: new Int32Array(memory, TIMES * 8, FLAGS),
+  }
+}
+
 /** What the API's thread writes. */
 export class ProbeWriter {
   readonly #times: BigInt64Array
   readonly #flags: Int32Array
 
   constructor(memory: SharedArrayBuffer) {
-    this.#times = new BigInt64Array(memory, 0, TIMES)
-    this.#flags = new Int32Array(memory, TIMES * 8, FLAGS)
+    const { times, flags } = views(memory)
+    this.#times = times
+    this.#flags = flags
   }
 
   beat(): void {
@@ -48,8 +57,9 @@ export class ProbeReader {
   readonly #flags: Int32Array
 
   constructor(memory: SharedArrayBuffer) {
-    this.#times = new BigInt64Array(memory, 0, TIMES)
-    this.#flags = new Int32Array(memory, TIMES * 8, FLAGS)
+    const { times, flags } = views(memory)
+    this.#times = times
+    this.#flags = flags
   }
 
   #ageMs(slot: number): number {
