@@ -8,7 +8,6 @@ import { BODY_LIMIT_BYTES, IDEMPOTENCY_TTL_DEFAULT_SECONDS } from '../contract/l
 import { sharedSchemas } from '../contract/schemas.ts'
 import type { KeyVerifier } from '../keys/verifier.ts'
 import type { Lifecycle } from '../lifecycle.ts'
-import { requestLogger } from '../observability/logging.ts'
 import type { Metrics } from '../observability/metrics.ts'
 import { MemoryWindowCounter, type WindowCounter } from '../rate-limit/counter.ts'
 import { IdempotencyPurge } from '../store/idempotency-purge.ts'
@@ -28,7 +27,7 @@ import { security, securityHeaders } from './plugins/security.ts'
 import { healthRoutes, LIVENESS_PATH } from './routes/health.ts'
 import { petRoutes } from './routes/pets.ts'
 import { rootRoutes } from './routes/root.ts'
-import { buildValidator, formatValidationErrors } from './validation.ts'
+import { formatValidationErrors, validatorCompiler } from './validation.ts'
 
 export interface AppParts {
   /** Without idempotencyTtlSeconds, Idempotency-Key records live 24 hours (D14). */
@@ -63,7 +62,6 @@ export async function buildApp(parts: AppParts) {
     logger: parts.logger ?? false,
     // One line per request, ours (plugins/request-log.ts), instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
-    childLoggerFactory: requestLogger,
     genReqId: requestId,
     bodyLimit: BODY_LIMIT_BYTES,
     // request.ip, as logged: X-Forwarded-For is believed only as far back as the hops an
@@ -72,13 +70,11 @@ export async function buildApp(parts: AppParts) {
     // While closing, requests on open connections are still served (D11: nothing accepted is
     // lost); readiness already says 503 so no new traffic is sent.
     return503OnClosing: false,
-    // @fastify/ajv-compiler's published type for buildValidator describes a compiler that takes
-    // a bare schema, while Fastify calls it with the route definition ({ schema, httpPart, … });
-    // ours is typed as Fastify calls it, hence the cast.
-    schemaController: { compilersFactory: { buildValidator: buildValidator as never } },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: frameworkErrors(securityHeaders()),
   }).withTypeProvider<TypeBoxTypeProvider>()
+  // Ajv from the contract, with the shared schemas the routes refer to by `$ref`.
+  app.setValidatorCompiler(validatorCompiler(sharedSchemas))
 
   // D16: the store says once in this log when the database fails and when it works again.
   store.reportOutagesTo(app.log)
@@ -93,6 +89,7 @@ export async function buildApp(parts: AppParts) {
   if (parts.logger && INFO_OR_LOWER.has(app.log.level)) await app.register(requestLog)
 
   const rejectOtherMethods = methodNotAllowed(app)
+  // The shared schemas, for the serializer and the OpenAPI document (the validator has its own).
   for (const schema of sharedSchemas) app.addSchema(schema)
 
   // Before any route: the plugin attaches itself to each route as it is added (D17).

@@ -26,6 +26,7 @@ import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import type { ConnectionLimits } from '../config.ts'
 import { type ErrorCode, errorBody, errorCatalog } from '../errors.ts'
+import { dropFurtherRequests } from './internals.ts'
 import { requestId } from './plugins/request-id.ts'
 
 /** Requests waiting behind the one being answered on one connection; more closes it. */
@@ -231,8 +232,9 @@ class Connection {
   readonly #handler: Handler
   readonly #securityHeaders: Headers
   readonly #waiting: [IncomingMessage, ServerResponse][] = []
-  /** The request the app is answering. */
+  /** The request the app is answering, and its response. */
   #active: IncomingMessage | undefined
+  #activeResponse: ServerResponse | undefined
   #awaitingDrain = false
   /** Set once the connection is to close: the error answer to send last, or null for none. */
   #last: RawError | null | undefined
@@ -257,26 +259,16 @@ class Connection {
       // A client that pipelines this far ahead without reading: the waiting requests never ran,
       // so closing loses nothing; the answer in progress is still sent.
       this.#waiting.length = 0
-      this.#ignoreFurtherRequests()
+      // The rest of the read being parsed still becomes requests, each kept with a response
+      // until the connection closes: a few hundred megabytes for a few hundred pipelining
+      // sockets, a quarter of that when they are dropped (docs/benchmarks.md, "Measurements
+      // behind choices in the code"; internals.ts says why no public way does it).
+      dropFurtherRequests(this.#socket)
       this.#closeAfterAnswers(null)
       return
     }
     this.#waiting.push([req, res])
     this.#next()
-  }
-
-  /**
-   * The rest of the read being parsed still becomes requests. Node keeps each one, with a
-   * response object, until the connection closes, a few hundred megabytes for a few hundred
-   * pipelining sockets; with the parser's `onIncoming` (node:_http_server's per-request
-   * callback) replaced by one that drops them, a quarter of that (docs/benchmarks.md,
-   * "Measurements behind choices in the code"). Returning 1 tells the parser "no body",
-   * which is harmless: the connection is closing. If a Node version lacks it, only the saving
-   * is lost.
-   */
-  #ignoreFurtherRequests(): void {
-    const parser = (this.#socket as Socket & { parser?: { onIncoming?: unknown } }).parser
-    if (parser && typeof parser.onIncoming === 'function') parser.onIncoming = () => 1
   }
 
   /** A parser error or timeout on this connection (Node's `clientError`). */
@@ -316,6 +308,7 @@ class Connection {
     }
     const [req, res] = next
     this.#active = req
+    this.#activeResponse = res
     res.once('close', this.#answered)
     // The app sees the request once the parser is done with the bytes it is parsing now: an
     // error in the request's own bytes that came in the same read (a malformed chunk after the
@@ -327,6 +320,7 @@ class Connection {
   /** The active request's response is sent (or its connection gone): on to the next. */
   readonly #answered = (): void => {
     this.#active = undefined
+    this.#activeResponse = undefined
     this.#next()
   }
 
@@ -343,7 +337,7 @@ class Connection {
       return
     }
     // A response of the app already under way cannot be cut into: the connection just closes.
-    const started = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage?.headersSent
+    const started = this.#activeResponse?.headersSent === true
     // end(), not destroy(): closing with the client's unread bytes pending would reset the
     // connection and could lose this answer; the timer above ends a client that never reads.
     if (socket.writable && !started) socket.end(rawErrorResponse(last, this.#securityHeaders))

@@ -16,7 +16,7 @@ const ajvOptions: Options = {
   // int64 is carried by `minimum`/`maximum`; the format itself is documentation.
   formats: { int64: true },
   // The schemas are ours and fixed; checking them against JSON Schema's meta-schema at every start
-  // compiled the meta-schema's own validator in each instance, most of buildValidator's CPU
+  // compiled the meta-schema's own validator in each instance, most of the validator compiler's CPU
   // (docs/benchmarks.md, "Measurements behind choices in the code"). test/openapi.test.ts checks
   // them against it once instead.
   validateSchema: false,
@@ -48,15 +48,15 @@ function numbersFromText(data: unknown): unknown {
 }
 
 /**
- * Fastify's `schemaController.compilersFactory.buildValidator`: given the shared schemas,
- * returns the compiler Fastify calls for each route part.
+ * The compiler Fastify calls for each route part (`setValidatorCompiler`), with the contract's
+ * shared schemas, which the routes' schemas refer to by `$ref`, added to its Ajv instances.
  */
-export function buildValidator(
-  externalSchemas: Record<string, AnySchema>,
+export function validatorCompiler(
+  sharedSchemas: readonly AnySchema[],
 ): FastifySchemaCompiler<AnySchema> {
   const bodyAjv = new Ajv({ ...ajvOptions, useDefaults: false })
   const textAjv = new Ajv({ ...ajvOptions, useDefaults: true })
-  for (const schema of Object.values(externalSchemas)) {
+  for (const schema of sharedSchemas) {
     bodyAjv.addSchema(schema)
     textAjv.addSchema(schema)
   }

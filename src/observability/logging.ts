@@ -1,8 +1,7 @@
 // JSON logs (pino, through Fastify). Credentials never reach them (D8, D16): the Authorization
 // header is censored, and so are credentials in the request's URL, where a client may have put
 // one (`?access_token=…`, `?api_key=…`, or a key of ours anywhere in the path or query).
-import type { FastifyBaseLogger, FastifyRequest, FastifyServerOptions } from 'fastify'
-import type { Bindings, ChildLoggerOptions } from 'pino'
+import type { FastifyRequest } from 'fastify'
 import type { Config } from '../config.ts'
 
 const REDACTED = '[redacted]'
@@ -62,77 +61,3 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>) {
     serializers: { req: serializeRequest },
   }
 }
-
-type LogMethod = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
-
-/**
- * A request's logger, made when the request first logs. Fastify gives every request a logger of
- * its own, pino's child() with the request id bound, before any hook runs: 9,000 of getPet's
- * 190,000 instructions (callgrind, docs/benchmarks.md). At LOG_LEVEL=warn most requests log
- * nothing, so most never need it; one that logs gets the same child, with the same bindings.
- */
-class RequestLogger {
-  readonly #parent: FastifyBaseLogger
-  readonly #bindings: Bindings
-  readonly #options: ChildLoggerOptions
-  #child: FastifyBaseLogger | undefined
-
-  constructor(parent: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions) {
-    this.#parent = parent
-    this.#bindings = bindings
-    this.#options = options
-  }
-
-  #logger(): FastifyBaseLogger {
-    this.#child ??= this.#parent.child(this.#bindings, this.#options)
-    return this.#child
-  }
-
-  #log(method: LogMethod, args: unknown[]): void {
-    const logger = this.#logger()
-    ;(logger[method] as (...args: unknown[]) => void).apply(logger, args)
-  }
-
-  get level(): string {
-    return this.#child?.level ?? this.#options.level ?? this.#parent.level
-  }
-
-  set level(level: string) {
-    this.#logger().level = level
-  }
-
-  fatal(...args: unknown[]): void {
-    this.#log('fatal', args)
-  }
-  error(...args: unknown[]): void {
-    this.#log('error', args)
-  }
-  warn(...args: unknown[]): void {
-    this.#log('warn', args)
-  }
-  info(...args: unknown[]): void {
-    this.#log('info', args)
-  }
-  debug(...args: unknown[]): void {
-    this.#log('debug', args)
-  }
-  trace(...args: unknown[]): void {
-    this.#log('trace', args)
-  }
-  silent(...args: unknown[]): void {
-    this.#log('silent', args)
-  }
-  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
-    return this.#logger().child(bindings, options)
-  }
-}
-
-/**
- * Fastify's `childLoggerFactory`. The cast: pino's log methods are typed as overloads, which a
- * forwarding method cannot restate; RequestLogger forwards every argument as it came.
- */
-export const requestLogger: NonNullable<FastifyServerOptions['childLoggerFactory']> = (
-  logger,
-  bindings,
-  options,
-) => new RequestLogger(logger, bindings, options) as unknown as FastifyBaseLogger

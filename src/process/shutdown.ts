@@ -8,6 +8,8 @@
 // server gets the signal once directly and once from npm. A signal within REPEAT_MS of the
 // first is that first one, not an operator's "stop now".
 
+import { emittedErrorStack } from './internals.ts'
+
 /** A lone process, or a cluster worker, drains within this. */
 export const DRAIN_MS = 10_000
 
@@ -83,13 +85,6 @@ export interface UncaughtFields {
 }
 
 /**
- * Where Node keeps, on an error thrown for an 'error' event without a listener, the emitter and
- * the stack of the emit() call (lib/events.js). Node reads it only when it prints an error that
- * ends the process unhandled; a process with an uncaughtException handler never sees it otherwise.
- */
-const EMITTED_BY = 'kEnhanceStackBeforeInspector'
-
-/**
  * The fields of the line that logs an uncaught error, so that the next one is found in
  * a minute: the error (pino's serializer gives its type, message, code, syscall and stack), where
  * it came from, and, for an unheard 'error' event, which emitter emitted it from where. A socket
@@ -98,16 +93,8 @@ const EMITTED_BY = 'kEnhanceStackBeforeInspector'
 export function uncaughtFields(err: unknown, origin: string): UncaughtFields {
   const fields: UncaughtFields = { err, origin }
   if (!(err instanceof Error)) return fields
-  const symbol = Object.getOwnPropertySymbols(err).find((s) => s.description === EMITTED_BY)
-  const enhance: unknown = symbol && (err as unknown as Record<symbol, unknown>)[symbol]
-  if (typeof enhance !== 'function') return fields
-  let text: unknown
-  try {
-    text = enhance()
-  } catch {
-    return fields
-  }
-  if (typeof text !== 'string') return fields
+  const text = emittedErrorStack(err)
+  if (text === undefined) return fields
   // "<the error's stack>\nEmitted 'error' event on Client instance at:\n    at …"
   const match = /\nEmitted 'error' event(?: on (.+?) instance)? at:\n/.exec(text)
   if (match === null) return fields

@@ -3,13 +3,7 @@
 // route: it attaches itself to each route as the route is added.
 import { constants } from 'node:zlib'
 import compress from '@fastify/compress'
-import type {
-  FastifyInstance,
-  FastifyReply,
-  FastifyRequest,
-  onSendHookHandler,
-  RouteOptions,
-} from 'fastify'
+import type { onSendHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 
 /** Bodies smaller than this are sent as they are: a few hundred bytes saved are not worth it. */
@@ -31,64 +25,36 @@ export function codedEtag(etag: string, coding: string): string {
 /** The content codings offered, most preferred first when the client weighs them equally. */
 export const CONTENT_CODINGS = ['br', 'gzip'] as const
 
-type OnSendDone = (err: Error | null, payload?: unknown) => void
-/** An onSend hook in its callback form, as the plugin's is and ours is. */
-type OnSendHook = (
-  this: FastifyInstance,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  payload: unknown,
-  done: OnSendDone,
-) => void
-
-/** A route's hooks of one kind as a list (Fastify takes a function or a list). */
-function listOf<T>(hooks: T | T[] | undefined): T[] {
-  return hooks === undefined ? [] : ([hooks].flat() as T[])
+/**
+ * Only successful answers are compressed: errors are small and carry what the client sent, and
+ * a client must not make the service spend compression on answers to its garbage (D16); a 304
+ * has no body. Any other status opts out through the plugin's documented `x-no-compression`
+ * request header, set before the plugin's own hook runs (an instance's hooks run before a
+ * route's, and the plugin's is a route's).
+ */
+const onlySuccessfulAnswers: onSendHookHandler = (request, reply, payload, done) => {
+  const status = reply.statusCode
+  if (status < 200 || status >= 300) request.headers['x-no-compression'] = '1'
+  done(null, payload)
 }
 
 /**
- * The route's one compression hook, around the plugin's. Only successful answers are compressed:
- * errors are small and carry what the client sent, and a client must not make the service spend
- * compression on answers to its garbage (D16); a 304 has no body. Without `Accept-Encoding` no
- * coding is acceptable, so nothing of the plugin runs: most API clients send none (wrk, curl,
- * the SDK under Node's fetch sends one), and each hook costs every request.
- *
  * A strong ETag names one sequence of bytes (RFC 9110 §8.8.3), and a compressed body is another
  * one: it gets the coding appended, `"<tag>-gzip"`, as Apache httpd does. Weak tags
- * (@fastify/static's) stay: every coding of a representation is equivalent under them.
+ * (@fastify/static's) stay: every coding of a representation is equivalent under them. Runs
+ * after the plugin's hook, as the last of each route's.
  */
-function compressSuccessfulAnswers(compress: OnSendHook): OnSendHook {
-  return function compressed(request, reply, payload, done) {
-    const status = reply.statusCode
-    if (request.headers['accept-encoding'] === undefined || status < 200 || status >= 300) {
-      done(null, payload)
-      return
-    }
-    compress.call(this, request, reply, payload, (err, coded) => {
-      const coding = reply.getHeader('content-encoding')
-      const etag = reply.getHeader('etag')
-      if (typeof coding === 'string' && typeof etag === 'string' && etag.startsWith('"')) {
-        reply.header('etag', codedEtag(etag, coding))
-      }
-      done(err, coded === undefined ? payload : coded)
-    })
+const codedEtags: onSendHookHandler = (_request, reply, payload, done) => {
+  const coding = reply.getHeader('content-encoding')
+  const etag = reply.getHeader('etag')
+  if (typeof coding === 'string' && typeof etag === 'string' && etag.startsWith('"')) {
+    reply.header('etag', codedEtag(etag, coding))
   }
+  done(null, payload)
 }
 
+/** The plugin with its documented options; ours beside it, before and after its own hook. */
 export const compression = fp(async (app) => {
-  // @fastify/compress adds to every route an onRequest hook (reply.compress(), which we do not
-  // use) and an onSend hook. Both are taken back and the onSend wrapped into one hook that does
-  // nothing for a request that accepts no coding: the hooks as the plugin left them, with our two
-  // beside them, cost getPet 9,000 of its ~190,000 instructions and listPets 11,000
-  // (docs/benchmarks.md, "Performance, round three: the request path"). A route declaring the
-  // plugin's own `compress` option would get another number of hooks, and the start fails.
-  const before = new WeakMap<RouteOptions, { onRequest: number; onSend: number }>()
-  app.addHook('onRoute', (route) => {
-    before.set(route, {
-      onRequest: listOf(route.onRequest).length,
-      onSend: listOf(route.onSend).length,
-    })
-  })
   await app.register(compress, {
     threshold: COMPRESSION_THRESHOLD_BYTES,
     encodings: [...CONTENT_CODINGS],
@@ -96,18 +62,10 @@ export const compression = fp(async (app) => {
     // Request bodies stay as sent: a Content-Encoding on a request is not part of the contract.
     globalDecompression: false,
   })
+  app.addHook('onSend', onlySuccessfulAnswers)
+  // The plugin adds its hook to each route as the route is added (its onRoute hook); this one,
+  // added after it, appends ours behind it.
   app.addHook('onRoute', (route) => {
-    const mark = before.get(route)
-    if (mark === undefined) return
-    const onSend = listOf(route.onSend)
-    const added = onSend.slice(mark.onSend)
-    if (added.length !== 1 || added[0] === undefined) {
-      throw new Error(
-        `@fastify/compress added ${added.length} onSend hooks to ${route.url}; one was expected`,
-      )
-    }
-    const hook = compressSuccessfulAnswers(added[0] as unknown as OnSendHook)
-    route.onSend = [...onSend.slice(0, mark.onSend), hook as unknown as onSendHookHandler]
-    route.onRequest = listOf(route.onRequest).slice(0, mark.onRequest)
+    route.onSend = [route.onSend ?? []].flat().concat(codedEtags)
   })
 })

@@ -2,22 +2,16 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import type { ApiKeyRecord, ApiKeyRepository, NewApiKeyRecord } from '../store.ts'
 import { type Attempts, preparedOnFirstUse } from './attempts.ts'
+import { type RowObject, text, textOrNull } from './rows.ts'
 
-interface ApiKeyRow {
-  id: string
-  name: string
-  hint: string
-  createdAt: string
-  revokedAt: string | null
-}
-
-function toApiKey(row: ApiKeyRow): ApiKeyRecord {
+function toApiKey(row: RowObject): ApiKeyRecord {
+  const revokedAt = textOrNull(row, 'revokedAt')
   return {
-    id: row.id,
-    name: row.name,
-    hint: row.hint,
-    createdAt: new Date(row.createdAt),
-    revokedAt: row.revokedAt === null ? undefined : new Date(row.revokedAt),
+    id: text(row, 'id'),
+    name: text(row, 'name'),
+    hint: text(row, 'hint'),
+    createdAt: new Date(text(row, 'createdAt')),
+    revokedAt: revokedAt === null ? undefined : new Date(revokedAt),
   }
 }
 
@@ -85,7 +79,7 @@ export class SqliteApiKeyRepository implements ApiKeyRepository {
 
   async list(): Promise<ApiKeyRecord[]> {
     const rows = await this.#attempts.read(() => this.#list().all())
-    return (rows as unknown as ApiKeyRow[]).map(toApiKey)
+    return rows.map(toApiKey)
   }
 
   async revoke(id: string): Promise<boolean> {

@@ -19,17 +19,10 @@ import {
 } from '../store.ts'
 import { type Attempts, preparedOnFirstUse } from './attempts.ts'
 import { Backoff, BUSY_TIMEOUT_MS, isBusy, lockedError } from './failures.ts'
+import { checkPetRows, integer, type PetRow, petRowOrNone, type RowObject, text } from './rows.ts'
 
 /** A pets row, selected as PET_COLUMNS, as node:sqlite returns it with setReturnArrays. */
-export type PetRow = [id: number, name: string, categoryId: number, status: PetStatus | null]
-
-interface IdempotencyRow {
-  fingerprint: string
-  status: number
-  body: string
-  location: string
-  createdAt: number
-}
+export type { PetRow } from './rows.ts'
 
 const PET_COLUMNS = 'id, name, category_id, status'
 
@@ -72,7 +65,7 @@ export class PetQueries {
 
   /** The row of pet `id`, or undefined. */
   get(id: number): PetRow | undefined {
-    return this.#byId().get(id) as unknown as PetRow | undefined
+    return petRowOrNone(this.#byId().get(id))
   }
 
   /** Up to `count` rows after `afterId` in id order, only those with `status` when given. */
@@ -81,7 +74,8 @@ export class PetQueries {
       status === undefined
         ? this.#statement(this.#pages, count, '').all(afterId)
         : this.#statement(this.#pagesByStatus, count, 'status = ? AND ').all(status, afterId)
-    return rows as unknown as PetRow[]
+    checkPetRows(rows)
+    return rows
   }
 
   #statement(cache: StatementSync[], count: number, filter: string): StatementSync {
@@ -97,13 +91,13 @@ export class PetQueries {
   }
 }
 
-function toRecord(row: IdempotencyRow): IdempotencyRecord {
+function toRecord(row: RowObject): IdempotencyRecord {
   return {
-    fingerprint: row.fingerprint,
-    status: Number(row.status),
-    body: row.body,
-    location: row.location,
-    createdAt: new Date(Number(row.createdAt)),
+    fingerprint: text(row, 'fingerprint'),
+    status: integer(row, 'status'),
+    body: text(row, 'body'),
+    location: text(row, 'location'),
+    createdAt: new Date(integer(row, 'createdAt')),
   }
 }
 
@@ -262,7 +256,8 @@ export class SqlitePetRepository implements PetRepository {
     )
     if (Number(changes) === 1) return { created }
     this.#deletePet().run(created.id)
-    const row = this.#findRecord().get(claim.apiKeyId, claim.key) as unknown as IdempotencyRow
+    const row = this.#findRecord().get(claim.apiKeyId, claim.key)
+    if (row === undefined) throw new Error('the record that held the idempotency key is gone')
     return { found: toRecord(row) }
   }
 
