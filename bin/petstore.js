@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Entry point of the `petstore` command. Plain JavaScript so that it can say clearly when the
-// Node.js running it is too old: the project's own install brings Node.js 24 (npx petstore …,
-// npm start), and the source is TypeScript run by Node 24's type stripping.
+// Node.js running it is too old: the project's own install brings Node.js 26 (npx petstore …,
+// npm start), and the source is TypeScript run by Node's type stripping; 24 is the oldest line
+// `engines` in package.json names.
 const major = Number(process.versions.node.split('.')[0])
 if (major < 24) {
   process.stderr.write(

@@ -487,7 +487,7 @@ describe('petstore CLI', () => {
           assert.equal(result.code, 1, what)
           const lines = result.stderr.trim().split('\n')
           assert.equal(lines.length, 1, `${what}: ${result.stderr}`)
-          assert.ok(lines[0]?.startsWith(`petstore: cannot listen on ${expected}`), lines[0])
+          assert.ok(lines[0]?.startsWith(`petstore: cannot listen on ${expected}`), result.stderr)
           assert.match(lines[0] ?? '', /\((HOST|PORT)\)$/)
           assert.ok(!result.stdout.includes('"stack"'), `${what}: no stack trace in the log`)
         }),

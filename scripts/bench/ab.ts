@@ -5,12 +5,18 @@
 //
 //   node scripts/bench/ab.ts --base <other checkout> [--only get,list20] [--rounds 3]
 //        [--seconds 3] [--connections 50] [--pets 1000000] [--node-flags="--max-semi-space-size=4"]
+//        [--base-node <node binary>]
+//
+// --base-node: the Node.js that runs the base (this checkout's runs on the Node.js running this
+// script), to compare two lines of Node.js on one checkout: `npm run node24`, then
+//   node scripts/bench/ab.ts --base . --base-node scripts/node-24/node_modules/.bin/node
 //
 // --node-flags: flags for this checkout's `node` only, to measure a flag against its absence
 // (then --base may be this checkout too). --env NAME=VALUE (repeatable): a setting for this
 // checkout's service only, e.g. --env METRICS_PORT=off to measure what metrics cost.
 // --database <PostgreSQL URL>: both services on that database (seeded with --pets pets, e.g. by
 // scripts/bench/postgres.ts's seed) with the PostgreSQL run's pool size, instead of SQLite copies.
+import { execFileSync } from 'node:child_process'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
@@ -35,6 +41,7 @@ const { values: args } = parseArgs({
     'node-flags': { type: 'string', default: '' },
     env: { type: 'string', multiple: true, default: [] },
     database: { type: 'string' },
+    'base-node': { type: 'string' },
   },
 })
 if (args.base === undefined) {
@@ -68,6 +75,7 @@ function start(
   checkout: string,
   nodeFlags: string[],
   env: Record<string, string> = {},
+  node?: string,
 ): Promise<ServerProcess> {
   return startServer(
     name,
@@ -86,14 +94,18 @@ function start(
       ...env,
     },
     '/readyz',
+    node,
   )
 }
 
 requireWrk()
 pinSelf()
-const baseline = await start('base', base, [])
+const baseNode = args['base-node'] === undefined ? undefined : resolve(args['base-node'])
+const baseline = await start('base', base, [], {}, baseNode)
 const candidate = await start('this', ROOT, flags, candidateEnv)
 const log = (line: string) => process.stdout.write(`${line}\n`)
+const baseVersion = execFileSync(baseNode ?? process.execPath, ['--version'], { encoding: 'utf8' })
+log(`base: ${base} on Node.js ${baseVersion.trim()}; this: ${ROOT} on Node.js ${process.version}`)
 const settings = {
   rounds: Number(args.rounds),
   seconds: Number(args.seconds),

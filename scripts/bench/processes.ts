@@ -23,15 +23,19 @@ export interface ServerProcess {
   stop(): Promise<void>
 }
 
-/** Starts `node <args>` pinned to the server core, and waits until `readyPath` answers. */
+/**
+ * Starts `node <args>` pinned to the server core, and waits until `readyPath` answers. `node` is
+ * the Node.js running the harness unless another binary is given (e.g. the maintenance line's).
+ */
 export async function startServer(
   name: string,
   nodeArgs: string[],
   env: Record<string, string>,
   readyPath: string,
+  node = process.execPath,
 ): Promise<ServerProcess> {
   const port = await freePort()
-  const command = [process.execPath, ...nodeArgs]
+  const command = [node, ...nodeArgs]
   const [file, ...args] = pinning ? [TASKSET, '-c', pinning.server, ...command] : command
   const child = spawn(file as string, args, {
     env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port), HOST: '127.0.0.1' },
