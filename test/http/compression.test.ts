@@ -6,6 +6,7 @@ import assert from 'node:assert/strict'
 import { request as httpRequest } from 'node:http'
 import { after, before, describe, it } from 'node:test'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
+import { MAX_ID, NAME_MAX_LENGTH } from '../../src/contract/limits.ts'
 import { COMPRESSION_THRESHOLD_BYTES } from '../../src/http/plugins/compression.ts'
 import { VERSIONED_ASSET_CACHE_CONTROL } from '../../src/http/plugins/docs-page.ts'
 import { startServer, type TestServer } from '../helpers/server.ts'
@@ -150,6 +151,28 @@ describe('compression and caching (D17)', () => {
       assert.ok(answer.body.length > COMPRESSION_THRESHOLD_BYTES, `${answer.body.length} bytes`)
       assert.equal(answer.headers['content-encoding'], undefined)
       assert.equal(JSON.parse(answer.body.toString('utf8')).code, 'invalid_request')
+    })
+
+    it('one pet, the largest there can be, is under the threshold: createPet and getPet never compress', async () => {
+      // 200 code points of four UTF-8 bytes each, the longest status, the largest ids.
+      const newPet = {
+        name: '\u{1F600}'.repeat(NAME_MAX_LENGTH),
+        categoryId: MAX_ID,
+        status: 'available',
+      }
+      const headers = authorized(server, {
+        'accept-encoding': 'gzip, br',
+        'content-type': 'application/json',
+      })
+      const created = await send(server, '/v1/pets', headers, 'POST', JSON.stringify(newPet))
+      assert.equal(created.status, 201)
+      const { id } = JSON.parse(created.body.toString('utf8')) as { id: number }
+      const fetched = await send(server, `/v1/pets/${id}`, headers)
+      const idDigitsToSpare = String(MAX_ID).length - String(id).length
+      for (const answer of [created, fetched]) {
+        assert.equal(answer.headers['content-encoding'], undefined)
+        assert.ok(answer.body.length + idDigitsToSpare < COMPRESSION_THRESHOLD_BYTES)
+      }
     })
 
     it('HEAD gets the headers of the body as it is, and no body', async () => {

@@ -3,7 +3,7 @@
 // route: it attaches itself to each route as the route is added.
 import { constants } from 'node:zlib'
 import compress from '@fastify/compress'
-import type { onSendHookHandler } from 'fastify'
+import type { onSendHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 
 /** Bodies smaller than this are sent as they are: a few hundred bytes saved are not worth it. */
@@ -29,8 +29,7 @@ export const CONTENT_CODINGS = ['br', 'gzip'] as const
  * Only successful answers are compressed: errors are small and carry what the client sent, and
  * a client must not make the service spend compression on answers to its garbage (D16); a 304
  * has no body. Any other status opts out through the plugin's documented `x-no-compression`
- * request header, set before the plugin's own hook runs (an instance's hooks run before a
- * route's, and the plugin's is a route's).
+ * request header, set just before the plugin's own hook runs.
  */
 const onlySuccessfulAnswers: onSendHookHandler = (request, reply, payload, done) => {
   const status = reply.statusCode
@@ -42,7 +41,7 @@ const onlySuccessfulAnswers: onSendHookHandler = (request, reply, payload, done)
  * A strong ETag names one sequence of bytes (RFC 9110 §8.8.3), and a compressed body is another
  * one: it gets the coding appended, `"<tag>-gzip"`, as Apache httpd does. Weak tags
  * (@fastify/static's) stay: every coding of a representation is equivalent under them. Runs
- * after the plugin's hook, as the last of each route's.
+ * just after the plugin's hook.
  */
 const codedEtags: onSendHookHandler = (_request, reply, payload, done) => {
   const coding = reply.getHeader('content-encoding')
@@ -53,8 +52,21 @@ const codedEtags: onSendHookHandler = (_request, reply, payload, done) => {
   done(null, payload)
 }
 
-/** The plugin with its documented options; ours beside it, before and after its own hook. */
+/** A route hook added to every route the plugin compresses (not those with `compress: false`). */
+function onCompressedRoutes(hook: onSendHookHandler) {
+  return (route: RouteOptions) => {
+    if (route.compress === false) return
+    route.onSend = [route.onSend ?? []].flat().concat(hook)
+  }
+}
+
+/**
+ * The plugin with its documented options, and our two hooks on each route it compresses: one
+ * before its own and one after. Each plugin adds its route hooks from an onRoute hook, and
+ * onRoute hooks run in the order they were added, so ours go in before and after it.
+ */
 export const compression = fp(async (app) => {
+  app.addHook('onRoute', onCompressedRoutes(onlySuccessfulAnswers))
   await app.register(compress, {
     threshold: COMPRESSION_THRESHOLD_BYTES,
     encodings: [...CONTENT_CODINGS],
@@ -62,10 +74,5 @@ export const compression = fp(async (app) => {
     // Request bodies stay as sent: a Content-Encoding on a request is not part of the contract.
     globalDecompression: false,
   })
-  app.addHook('onSend', onlySuccessfulAnswers)
-  // The plugin adds its hook to each route as the route is added (its onRoute hook); this one,
-  // added after it, appends ours behind it.
-  app.addHook('onRoute', (route) => {
-    route.onSend = [route.onSend ?? []].flat().concat(codedEtags)
-  })
+  app.addHook('onRoute', onCompressedRoutes(codedEtags))
 })

@@ -14,18 +14,20 @@ function wrongShape(what: string, value: unknown): Error {
   return new TypeError(`SQLite returned ${typeof value} for ${what}; the schema says otherwise`)
 }
 
-const STATUSES: ReadonlySet<unknown> = new Set(PetStatus.enum)
+/** The contract's statuses (a list of three: a look-up in it is cheaper than in a Set). */
+const STATUSES: readonly unknown[] = PetStatus.enum
 
 function isPetStatus(value: unknown): value is PetStatus {
-  return STATUSES.has(value)
+  return STATUSES.includes(value)
 }
 
+/** Reads each column by index: a page checks up to 101 rows, so no destructuring, no copy. */
 function checkPetRow(row: unknown): asserts row is PetRow {
   if (!Array.isArray(row) || row.length !== 4) throw wrongShape('a row of pets', row)
-  const [id, name, categoryId, status]: unknown[] = row
-  if (typeof id !== 'number') throw wrongShape('pets.id', id)
-  if (typeof name !== 'string') throw wrongShape('pets.name', name)
-  if (typeof categoryId !== 'number') throw wrongShape('pets.category_id', categoryId)
+  const status: unknown = row[3]
+  if (typeof row[0] !== 'number') throw wrongShape('pets.id', row[0])
+  if (typeof row[1] !== 'string') throw wrongShape('pets.name', row[1])
+  if (typeof row[2] !== 'number') throw wrongShape('pets.category_id', row[2])
   if (status !== null && !isPetStatus(status)) throw wrongShape('pets.status', status)
 }
 
