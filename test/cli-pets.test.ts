@@ -5,7 +5,9 @@ import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { createServer } from 'node:net'
 import { after, before, describe, test } from 'node:test'
+import { loggerOptions } from '../src/observability/logging.ts'
 import { runMain } from './helpers/in-process.ts'
+import { memoryLog } from './helpers/logs.ts'
 import { runCli } from './helpers/process.ts'
 import { startServer, type TestServer } from './helpers/server.ts'
 
@@ -269,4 +271,38 @@ describe('petstore pets', () => {
     const overview = await runMain(['--help'], {})
     assert.match(overview.stdout, /pets list\|add\|get/)
   })
+})
+
+test("--trace: each command's requests carry a new traceparent, whose trace id it prints and the service logs", async () => {
+  const log = memoryLog()
+  const server = await startServer({
+    logger: { ...loggerOptions({ logLevel: 'info' }), stream: log.stream },
+  })
+  try {
+    const env = { PETSTORE_URL: `${server.url}/v1`, PETSTORE_API_KEY: server.key }
+    const added = await runMain(
+      ['pets', 'add', '--name', 'Rex', '--category-id', '1', '--trace'],
+      env,
+    )
+    const listed = await runMain(['pets', 'list', '--all', '--json', '--trace'], env)
+    const traceIds = [added, listed].map((result) => {
+      assert.equal(result.code, 0, result.stderr)
+      return /^trace ([0-9a-f]{32})$/m.exec(result.stderr)?.[1]
+    })
+    assert.ok(traceIds[0] && traceIds[1] && traceIds[0] !== traceIds[1], 'a new trace per command')
+    const logged = log.lines().filter((line) => line.msg === 'request completed')
+    for (const [i, path] of [
+      [0, '/v1/pets'],
+      [1, '/v1/pets'],
+    ] as const) {
+      assert.ok(
+        logged.some((line) => line.traceId === traceIds[i] && String(line.url).startsWith(path)),
+        `the service logged trace ${traceIds[i]}`,
+      )
+    }
+    const plain = await runMain(['pets', 'list'], env)
+    assert.doesNotMatch(plain.stderr, /^trace /m, 'no trace line without --trace')
+  } finally {
+    await server.close()
+  }
 })

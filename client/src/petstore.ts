@@ -40,6 +40,41 @@ export interface PetstoreOptions {
 export interface CallOptions {
   /** Aborting it cancels the attempt under way and any wait before a retry. */
   signal?: AbortSignal | undefined
+  /**
+   * A W3C Trace Context `traceparent` (`00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`),
+   * sent with every attempt of the call, so that the service's log line of the request (and its
+   * trace, where the service traces) joins the caller's trace. With OpenTelemetry:
+   * `propagation.inject(context.active(), carrier)`, then `carrier.traceparent`. With a malformed
+   * one the call fails with a TypeError before anything is sent.
+   */
+  traceparent?: string | undefined
+  /** The W3C `tracestate` that goes with `traceparent` (up to 512 visible ASCII characters). */
+  tracestate?: string | undefined
+}
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/
+const ALL_ZEROS = /^0+$/
+const TRACESTATE = /^[\x20-\x7e]{1,512}$/
+
+/** The trace headers of a call: none, or a checked `traceparent` and its `tracestate`. */
+function traceHeaders({ traceparent, tracestate }: CallOptions): Record<string, string> {
+  if (traceparent === undefined) {
+    if (tracestate !== undefined) {
+      throw new TypeError('Petstore: tracestate is sent only with a traceparent')
+    }
+    return {}
+  }
+  const ids = TRACEPARENT.exec(traceparent)
+  if (ids === null || ALL_ZEROS.test(ids[1] ?? '') || ALL_ZEROS.test(ids[2] ?? '')) {
+    throw new TypeError(
+      'Petstore: traceparent must be 00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>, lower case, the ids not all zeros (W3C Trace Context)',
+    )
+  }
+  if (tracestate === undefined) return { traceparent }
+  if (!TRACESTATE.test(tracestate)) {
+    throw new TypeError('Petstore: tracestate must be 1 to 512 visible ASCII characters')
+  }
+  return { traceparent, tracestate }
 }
 
 export interface CreateOptions extends CallOptions {
@@ -153,7 +188,10 @@ export class Pets {
       method: 'POST',
       url: new URL('pets', this.#base),
       body: pet,
-      headers: { 'idempotency-key': options.idempotencyKey ?? crypto.randomUUID() },
+      headers: {
+        'idempotency-key': options.idempotencyKey ?? crypto.randomUUID(),
+        ...traceHeaders(options),
+      },
       signal: options.signal,
     })
     return onePet(answer)
@@ -172,7 +210,12 @@ export class Pets {
   }
 
   #get(url: URL, options: CallOptions): Promise<Answer> {
-    return send(this.#transport, { method: 'GET', url, signal: options.signal })
+    return send(this.#transport, {
+      method: 'GET',
+      url,
+      headers: traceHeaders(options),
+      signal: options.signal,
+    })
   }
 
   #listUrl(params: ListPageParams): URL {

@@ -1,9 +1,9 @@
 // `petstore pets --help`, apart from the command (pets.ts) so that the help does not load the
 // client SDK and the schemas the command needs.
 
-export const PETS_HELP = `Usage: petstore pets list [--status S] [--limit N] [--all] [--json]
-       petstore pets add --name NAME --category-id ID [--status S] [--idempotency-key K] [--json]
-       petstore pets get ID [--json]
+export const PETS_HELP = `Usage: petstore pets list [--status S] [--limit N] [--all] [--json] [--trace]
+       petstore pets add --name NAME --category-id ID [--status S] [--idempotency-key K] [--json] [--trace]
+       petstore pets get ID [--json] [--trace]
 
 Calls a running service's API with the client SDK (petstore-client): a smoke test of any
 deployment, from anywhere that reaches it.
@@ -27,6 +27,8 @@ Options:
   --allow-insecure-http  let --url be plain http to another machine: the key then crosses the
                          network unencrypted
   --json                 one JSON object per line instead of a table
+  --trace                send a new W3C traceparent with the command's requests and print its
+                         trace id on stderr ("trace <id>"): the service logs it as traceId
   -h, --help             this help
 
 Network errors, timeouts, 429 and 503 are retried twice, waiting as Retry-After asks (up to 30 s).

@@ -1,6 +1,7 @@
 // `petstore pets list|add|get`: the API over HTTP, for operators' smoke tests against any
 // deployment (D18). It is a user of the client SDK (client/src), with no HTTP code of its own,
 // so a smoke test also exercises what clients run: paging by Link, retries, Idempotency-Key.
+import { randomBytes } from 'node:crypto'
 import { type Pet, type PetStatus, Petstore, PetstoreError } from '../../client/src/index.ts'
 import { PetStatus as PetStatusSchema } from '../contract/schemas.ts'
 import type { CliIo, TextSink, TextSource } from './io.ts'
@@ -15,6 +16,7 @@ const COMMON = {
   key: { type: 'string' },
   'allow-insecure-http': { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
+  trace: { type: 'boolean', default: false },
 } as const
 
 /** What `--key KEY` costs, said on stderr each time it is used (`--key -` is the way out). */
@@ -42,14 +44,15 @@ export function petsCommand(args: string[], io: CliIo): () => Promise<void> {
         },
       })
       const connect = client(values, io)
+      const call = traced(values.trace, io)
       const params = {
         ...(values.status === undefined ? {} : { status: status(values.status) }),
         ...(values.limit === undefined ? {} : { limit: limit(values.limit) }),
       }
       return attempt(async () => {
         const petstore = await connect()
-        if (values.all) return print(values.json, io.stdout)(petstore.pets.list(params))
-        const page = await petstore.pets.listPage(params)
+        if (values.all) return print(values.json, io.stdout)(petstore.pets.list(params, call()))
+        const page = await petstore.pets.listPage(params, call())
         await print(values.json, io.stdout)(page.pets)
         if (page.nextCursor !== undefined && !values.json) {
           io.stderr.write('More pets follow: --all lists every page.\n')
@@ -71,6 +74,7 @@ export function petsCommand(args: string[], io: CliIo): () => Promise<void> {
         throw new UsageError('pets add needs --name NAME and --category-id ID')
       }
       const connect = client(values, io)
+      const call = traced(values.trace, io)
       const newPet = {
         name: values.name,
         categoryId: positiveInteger('--category-id', values['category-id']),
@@ -79,10 +83,10 @@ export function petsCommand(args: string[], io: CliIo): () => Promise<void> {
       const key = values['idempotency-key']
       return attempt(async () => {
         const petstore = await connect()
-        const pet = await petstore.pets.create(
-          newPet,
-          key === undefined ? {} : { idempotencyKey: key },
-        )
+        const pet = await petstore.pets.create(newPet, {
+          ...call(),
+          ...(key === undefined ? {} : { idempotencyKey: key }),
+        })
         await print(values.json, io.stdout)([pet])
       })
     }
@@ -94,16 +98,32 @@ export function petsCommand(args: string[], io: CliIo): () => Promise<void> {
       }
       const petId = positiveInteger('the id', id)
       const connect = client(values, io)
+      const call = traced(values.trace, io)
       return attempt(async () => {
         const petstore = await connect()
         // getPet is deprecated (D7); this command exists for as long as the operation does.
-        await print(values.json, io.stdout)([await petstore.pets.get(petId)])
+        await print(values.json, io.stdout)([await petstore.pets.get(petId, call())])
       })
     }
     case undefined:
       throw new UsageError('pets needs a subcommand: list, add or get')
     default:
       throw new UsageError(`unknown pets subcommand "${action}"; it is list, add or get`)
+  }
+}
+
+/**
+ * With --trace, the call's options carry a new W3C `traceparent` (a random trace id and parent
+ * id, sampled), and its trace id is said on stderr when the call is made: the service's log line
+ * of each request of the command has it as `traceId`, so that a smoke test's requests are found
+ * in the logs (and in traces, where the service traces).
+ */
+function traced(trace: boolean | undefined, io: CliIo): () => { traceparent?: string } {
+  if (trace !== true) return () => ({})
+  return () => {
+    const traceId = randomBytes(16).toString('hex')
+    io.stderr.write(`trace ${traceId}\n`)
+    return { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` }
   }
 }
 

@@ -457,3 +457,53 @@ test('the constructor refuses plain http to another machine unless allowInsecure
     assert.ok(make(baseUrl) instanceof Petstore, baseUrl)
   }
 })
+
+test('a traceparent and its tracestate go with every attempt of a call', async () => {
+  const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
+  const sent: Headers[] = []
+  const fetch: PetstoreOptions['fetch'] = async (_url, init) => {
+    sent.push(new Headers(init.headers))
+    if (sent.length === 1) {
+      return new Response(JSON.stringify({ code: 'unavailable', message: 'try again' }), {
+        status: 503,
+        headers: { 'content-type': 'application/json', 'retry-after': '0' },
+      })
+    }
+    return new Response(JSON.stringify({ id: 7, name: 'Rex', categoryId: 1 }), {
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+    })
+  }
+  const { sleep } = recordingSleep()
+  const petstore = new Petstore({ baseUrl: 'http://127.0.0.1:1/v1', apiKey: 'k', fetch, sleep })
+  const pet = await petstore.pets.get(7, { traceparent, tracestate: 'vendor=abc' })
+  assert.equal(pet.id, 7)
+  assert.equal(sent.length, 2, 'the 503 was retried')
+  for (const headers of sent) {
+    assert.equal(headers.get('traceparent'), traceparent)
+    assert.equal(headers.get('tracestate'), 'vendor=abc')
+  }
+  await petstore.pets.get(7)
+  assert.equal(sent.at(-1)?.get('traceparent'), null, 'none unless given')
+})
+
+test('a malformed traceparent, or a tracestate alone, fails the call before anything is sent', async () => {
+  const fetch: PetstoreOptions['fetch'] = () => assert.fail('nothing is sent')
+  const petstore = new Petstore({ baseUrl: 'http://127.0.0.1:1/v1', apiKey: 'k', fetch })
+  for (const traceparent of [
+    'nonsense',
+    '00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01',
+    '00-00000000000000000000000000000000-00f067aa0ba902b7-01',
+    '00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01',
+    '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+  ]) {
+    const err = await rejection(petstore.pets.get(1, { traceparent }))
+    assert.ok(err instanceof TypeError, traceparent)
+    assert.match(err.message, /traceparent must be 00-/)
+  }
+  const alone = await rejection(
+    petstore.pets.create({ name: 'Rex', categoryId: 1 }, { tracestate: 'a=b' }),
+  )
+  assert.ok(alone instanceof TypeError)
+  assert.match(alone.message, /tracestate is sent only with a traceparent/)
+})
