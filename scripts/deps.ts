@@ -143,7 +143,7 @@ function lockPackages(dir: string): Record<string, LockEntry> {
 }
 
 /** What `npm install <specs>` would change in package-lock.json, tried on copies. */
-async function upgradePreview(specs: string[]): Promise<void> {
+async function tryUpgrade(specs: string[]): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-deps-'))
   try {
     mkdirSync(join(dir, 'client'))
@@ -196,7 +196,7 @@ async function upgradePreview(specs: string[]): Promise<void> {
 }
 
 const specs = process.argv.slice(2)
-if (specs.length > 0) await upgradePreview(specs)
+if (specs.length > 0) await tryUpgrade(specs)
 else {
   await outdatedPackages()
   await nodeLines()

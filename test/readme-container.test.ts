@@ -8,6 +8,7 @@ import { test } from 'node:test'
 import { podmanArgs, ROOT, readmeContainerCommands } from './image/commands.ts'
 
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  version: string
   optionalDependencies: Record<string, string>
 }
 
@@ -21,6 +22,8 @@ test("the README's container commands: build, run, the first key, stop, in that 
   assert.deepEqual(build, ['docker', 'build', '-t', 'petstore', '.'])
   assert.equal(run?.at(-1), 'petstore', 'the image comes last')
   for (const option of ['-d', '--read-only', '--name']) assert.ok(run?.includes(option), option)
+  // The drain takes up to 10 s (D11), Docker's default stop timeout is 10 s.
+  assert.equal(run?.[run.indexOf('--stop-timeout') + 1], '15')
   assert.equal(run?.[run.indexOf('--tmpfs') + 1], '/tmp')
   assert.match(run?.[run.indexOf('-v') + 1] ?? '', /^petstore-data:\/data$/)
   assert.match(run?.[run.indexOf('-p') + 1] ?? '', /^127\.0\.0\.1:8080:8080$/, 'loopback only')
@@ -40,4 +43,8 @@ test("the Dockerfile's default base is the official image of the pinned Node.js"
   assert.match(dockerfile, /^ENTRYPOINT \["node", "\/app\/bin\/petstore\.js"\]$/m)
   assert.match(dockerfile, /^ {2}CMD \["node", "\/app\/bin\/healthcheck\.js"\]$/m)
   assert.match(dockerfile, /^USER \d+:\d+$/m)
+  // The version label's default is the project's version.
+  assert.equal(/^ARG VERSION=(\S+)$/m.exec(dockerfile)?.[1], manifest.version)
+  // /metrics needs no key: it stays on the container's loopback unless an operator says (D17).
+  assert.doesNotMatch(dockerfile, /^ +METRICS_HOST=|^EXPOSE .*9464/m)
 })

@@ -3,7 +3,7 @@
 // commands of client/README.md's Install section, run as written (its placeholders replaced),
 // so the README and this test cannot drift apart. A program there is type-checked under strict
 // with "nodenext" and a browser module with "bundler", and run (create, list, get, an error)
-// against a listening service on Node 24 and, where the machine has one, its Node 20.
+// against a listening service on the Node.js running the suite and, where the machine has one, its Node 20.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'

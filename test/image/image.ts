@@ -11,7 +11,8 @@
 // read-only root, the HEALTHCHECK, the probe listener, `--init`, and a bad DATABASE_URL.
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { freePort } from '../helpers/free-port.ts'
 import { podmanArgs, ROOT, readmeContainerCommands } from './commands.ts'
@@ -19,6 +20,9 @@ import { podman, podmanOk, run } from './podman.ts'
 import { NODE_VERSION, standIn } from './stand-in.ts'
 
 const REQUIRED = process.env.PETSTORE_REQUIRE_PODMAN === '1'
+const { version: VERSION } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  version: string
+}
 const log = (line: string) => process.stdout.write(`# ${line}\n`)
 
 async function podmanMissing(): Promise<string | undefined> {
@@ -155,7 +159,7 @@ describe('the container image (D22)', { skip }, () => {
     for (const label of ['source', 'version', 'licenses', 'title']) {
       assert.ok(`org.opencontainers.image.${label}` in inspected.Config.Labels, label)
     }
-    assert.equal(inspected.Config.Labels['org.opencontainers.image.version'], '1.0.0')
+    assert.equal(inspected.Config.Labels['org.opencontainers.image.version'], VERSION)
     const healthcheck = inspected.Healthcheck ?? inspected.Config.Healthcheck
     assert.deepEqual(healthcheck?.Test, ['CMD', 'node', '/app/bin/healthcheck.js'])
     const listing = JSON.parse(
@@ -233,6 +237,25 @@ describe('the container image (D22)', { skip }, () => {
     assert.equal(health.code, 0, health.stderr + health.stdout)
     const ready = await podman(['exec', CONTAINER, 'node', '/app/bin/healthcheck.js', '/readyz'])
     assert.equal(ready.code, 0, ready.stderr)
+    // With the probe listener off, the check asks the API's port, as the service would listen.
+    const off = await podman([
+      'exec',
+      '-e',
+      'PROBE_PORT=off',
+      CONTAINER,
+      'node',
+      '/app/bin/healthcheck.js',
+    ])
+    assert.equal(off.code, 0, off.stderr)
+    const nowhere = await podman([
+      'exec',
+      '-e',
+      'PROBE_PORT=1',
+      CONTAINER,
+      'node',
+      '/app/bin/healthcheck.js',
+    ])
+    assert.equal(nowhere.code, 1, 'a port nothing listens on fails the check')
   })
 
   it("SIGTERM (the README's stop) with creates in flight: exit 0, every 201 kept", async () => {
