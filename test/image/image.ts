@@ -235,26 +235,22 @@ describe('the container image (D22)', { skip }, () => {
   it('the HEALTHCHECK passes, and the probe listener answers', async () => {
     const health = await podman(['healthcheck', 'run', CONTAINER])
     assert.equal(health.code, 0, health.stderr + health.stdout)
-    const ready = await podman(['exec', CONTAINER, 'node', '/app/bin/healthcheck.js', '/readyz'])
+    // The HEALTHCHECK's command inside the container, with settings of the exec's own.
+    const check = (env: string[], path?: string) =>
+      podman([
+        'exec',
+        ...env,
+        CONTAINER,
+        'node',
+        '/app/bin/healthcheck.js',
+        ...(path ? [path] : []),
+      ])
+    const ready = await check([], '/readyz')
     assert.equal(ready.code, 0, ready.stderr)
     // With the probe listener off, the check asks the API's port, as the service would listen.
-    const off = await podman([
-      'exec',
-      '-e',
-      'PROBE_PORT=off',
-      CONTAINER,
-      'node',
-      '/app/bin/healthcheck.js',
-    ])
+    const off = await check(['-e', 'PROBE_PORT=off'])
     assert.equal(off.code, 0, off.stderr)
-    const nowhere = await podman([
-      'exec',
-      '-e',
-      'PROBE_PORT=1',
-      CONTAINER,
-      'node',
-      '/app/bin/healthcheck.js',
-    ])
+    const nowhere = await check(['-e', 'PROBE_PORT=1'])
     assert.equal(nowhere.code, 1, 'a port nothing listens on fails the check')
   })
 
