@@ -78,6 +78,33 @@ async function privateCompileCache() {
     return undefined
   }
 }
+// Tracing (D23), only for `serve` with an OTLP endpoint set: started here, before anything it
+// traces is loaded. Without an endpoint nothing of OpenTelemetry is loaded at all. Not in the
+// primary of `serve --workers`, which serves nothing; each worker starts its own. A bad OTEL_
+// value is left for the command to report, as any other configuration error.
+if (args[0] === 'serve') {
+  const { ConfigError, loadConfig, tracingWanted } = await import('../src/config.ts')
+  if (tracingWanted(process.env) && !(await clusterPrimary())) {
+    let config
+    try {
+      config = loadConfig(process.env)
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err
+    }
+    if (config?.tracing !== undefined) {
+      const { startTracing } = await import('../src/observability/tracing/start.ts')
+      startTracing(config, config.tracing)
+    }
+  }
+}
+
+/** The primary of `serve --workers`: the process that forks the workers. */
+async function clusterPrimary() {
+  const workers = args.some((arg) => arg === '--workers' || arg.startsWith('--workers='))
+  if (!workers) return false
+  const { default: cluster } = await import('node:cluster')
+  return cluster.isPrimary
+}
 // Started by npm (npx, which sets npm_lifecycle_event for what it runs), the server must not
 // outlive its launcher (D11; src/cli/npm-launcher.ts).
 if (args[0] === 'serve' && process.env.npm_lifecycle_event !== undefined) {

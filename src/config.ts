@@ -58,7 +58,40 @@ export interface Config {
   probes: SideListener | undefined
   /** D20: PROBE_PORT's /healthz is 503 once the API's event loop has not turned for this long (ms). */
   livenessStallMs: number
+  /** D23: where and how traces are exported (the OTEL_ variables); undefined: tracing is off. */
+  tracing: TracingConfig | undefined
 }
+
+/**
+ * D23: the OpenTelemetry variables the service interprets. The exporter reads its own
+ * (endpoint, headers, timeout, compression) and the resource detector OTEL_SERVICE_NAME and
+ * OTEL_RESOURCE_ATTRIBUTES, as the specification says; they are checked here so that a bad
+ * value stops the start like any other.
+ */
+export interface TracingConfig {
+  /** Where spans are sent: the traces endpoint as the exporter builds it. */
+  endpoint: string
+  protocol: TracesProtocol
+  sampler: TracesSampler
+  /** The ratio of a `traceidratio` sampler, 0 to 1. */
+  samplerRatio: number
+  /** How long finished spans wait to be sent together (OTEL_BSP_SCHEDULE_DELAY, ms). */
+  scheduleDelayMs: number
+}
+
+export const TRACES_PROTOCOLS = ['http/protobuf', 'http/json'] as const
+export type TracesProtocol = (typeof TRACES_PROTOCOLS)[number]
+
+/** The samplers of the OpenTelemetry specification's OTEL_TRACES_SAMPLER that need no remote. */
+export const TRACES_SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const
+export type TracesSampler = (typeof TRACES_SAMPLERS)[number]
 
 /** D17, D20: a listener apart from the API's (METRICS_PORT/METRICS_HOST, PROBE_PORT/PROBE_HOST). */
 export interface SideListener {
@@ -108,6 +141,11 @@ export const configDefaults = {
   METRICS_PORT: '9464',
   PROBE_PORT: 'off',
   PETSTORE_LIVENESS_STALL_MS: '10000',
+  OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+  OTEL_SERVICE_NAME: 'petstore',
+  OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+  OTEL_TRACES_SAMPLER_ARG: '0.1',
+  OTEL_BSP_SCHEDULE_DELAY: '5000',
 } as const
 
 function read(env: Env, name: keyof typeof configDefaults): string {
@@ -376,6 +414,83 @@ function sideListeners(
   return { metrics, probes: parseProbes(env, api, metrics) }
 }
 
+/** The OTLP/HTTP path of traces, added to OTEL_EXPORTER_OTLP_ENDPOINT (not to the traces one). */
+const OTLP_TRACES_PATH = 'v1/traces'
+
+function otlpUrl(name: string, raw: string): URL {
+  const url = URL.canParse(raw) ? new URL(raw) : undefined
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new ConfigError(
+      `${name} must be an http:// or https:// URL of an OTLP/HTTP receiver (got ${JSON.stringify(raw)})`,
+    )
+  }
+  return url
+}
+
+/**
+ * The endpoint as the OTLP exporter specification builds it: the traces variable as given, or
+ * the general one with `v1/traces` appended to its path. Undefined when neither is set.
+ */
+export function tracesEndpoint(env: Env): string | undefined {
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim()
+  if (traces) return otlpUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', traces).href
+  const general = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim()
+  if (!general) return undefined
+  const url = otlpUrl('OTEL_EXPORTER_OTLP_ENDPOINT', general)
+  let path = url.pathname
+  while (path.endsWith('/')) path = path.slice(0, -1)
+  url.pathname = `${path}/${OTLP_TRACES_PATH}`
+  return url.href
+}
+
+/** D23: on when an OTLP endpoint is set and OTEL_SDK_DISABLED is not `true`. */
+export function tracingWanted(env: Env): boolean {
+  const disabled = env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true'
+  return (
+    !disabled &&
+    Boolean(
+      env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim(),
+    )
+  )
+}
+
+function parseTracing(env: Env): TracingConfig | undefined {
+  const protocolName = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim()
+    ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+    : 'OTEL_EXPORTER_OTLP_PROTOCOL'
+  const rawProtocol =
+    env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || read(env, 'OTEL_EXPORTER_OTLP_PROTOCOL')
+  if (rawProtocol === 'grpc') {
+    throw new ConfigError(
+      `${protocolName}=grpc is not supported: use http/protobuf or http/json (an OpenTelemetry Collector takes both on port 4318)`,
+    )
+  }
+  const protocol = oneOf(protocolName, rawProtocol, TRACES_PROTOCOLS)
+  const sampler = oneOf('OTEL_TRACES_SAMPLER', read(env, 'OTEL_TRACES_SAMPLER'), TRACES_SAMPLERS)
+  const rawRatio = read(env, 'OTEL_TRACES_SAMPLER_ARG')
+  const samplerRatio = Number(rawRatio)
+  if (!/^(0|1|0?\.\d+|1\.0*)$/.test(rawRatio) || samplerRatio > 1) {
+    throw new ConfigError(
+      `OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1, such as 0.1 (got "${rawRatio}")`,
+    )
+  }
+  const disabled = env.OTEL_SDK_DISABLED?.trim().toLowerCase()
+  if (disabled !== undefined && disabled !== '' && disabled !== 'true' && disabled !== 'false') {
+    throw new ConfigError(
+      `OTEL_SDK_DISABLED must be true or false (got "${env.OTEL_SDK_DISABLED}")`,
+    )
+  }
+  const scheduleDelayMs = integer(
+    'OTEL_BSP_SCHEDULE_DELAY',
+    read(env, 'OTEL_BSP_SCHEDULE_DELAY'),
+    0,
+    60_000,
+  )
+  const endpoint = tracesEndpoint(env)
+  if (endpoint === undefined || !tracingWanted(env)) return undefined
+  return Object.freeze({ endpoint, protocol, sampler, samplerRatio, scheduleDelayMs })
+}
+
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const deployment = oneOf('PETSTORE_ENV', read(env, 'PETSTORE_ENV'), ['production', 'staging'])
   const api = { port: integer('PORT', read(env, 'PORT'), 0, 65535), host: host(read(env, 'HOST')) }
@@ -409,5 +524,6 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       500,
       600_000,
     ),
+    tracing: parseTracing(env),
   })
 }

@@ -439,6 +439,81 @@ describe('PROBE_PORT and PROBE_HOST', () => {
   })
 })
 
+describe('tracing (D23): the OpenTelemetry variables', () => {
+  const ENDPOINT = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }
+
+  test('off without an endpoint, or with OTEL_SDK_DISABLED=true', () => {
+    assert.equal(loadConfig({}).tracing, undefined)
+    assert.equal(loadConfig({ ...ENDPOINT, OTEL_SDK_DISABLED: 'true' }).tracing, undefined)
+    assert.equal(loadConfig({ ...ENDPOINT, OTEL_SDK_DISABLED: 'TRUE' }).tracing, undefined)
+  })
+
+  test('on with an endpoint: the traces path appended, the defaults', () => {
+    assert.deepEqual(loadConfig(ENDPOINT).tracing, {
+      endpoint: 'http://collector:4318/v1/traces',
+      protocol: 'http/protobuf',
+      sampler: 'parentbased_traceidratio',
+      samplerRatio: 0.1,
+      scheduleDelayMs: 5000,
+    })
+    assert.equal(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://c.example/otlp/' }).tracing?.endpoint,
+      'https://c.example/otlp/v1/traces',
+    )
+    // The traces variable is taken as given, and wins over the general one.
+    assert.equal(
+      loadConfig({ ...ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://t:4318/x' }).tracing
+        ?.endpoint,
+      'http://t:4318/x',
+    )
+  })
+
+  test('protocol, sampler and its ratio as the specification names them', () => {
+    const tracing = loadConfig({
+      ...ENDPOINT,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+      OTEL_TRACES_SAMPLER: 'traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.25',
+      OTEL_BSP_SCHEDULE_DELAY: '1000',
+    }).tracing
+    assert.equal(tracing?.protocol, 'http/json')
+    assert.equal(tracing?.sampler, 'traceidratio')
+    assert.equal(tracing?.samplerRatio, 0.25)
+    assert.equal(tracing?.scheduleDelayMs, 1000)
+    assert.equal(loadConfig({ ...ENDPOINT, OTEL_TRACES_SAMPLER_ARG: '1' }).tracing?.samplerRatio, 1)
+  })
+
+  test('anything else is one line naming the variable, endpoint set or not', () => {
+    assertOneLineErrors([
+      [
+        { OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' },
+        /^OTEL_EXPORTER_OTLP_ENDPOINT must be an http/,
+      ],
+      [
+        { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'ftp://c' },
+        /^OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be/,
+      ],
+      [
+        { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
+        /grpc is not supported: use http\/protobuf or http\/json/,
+      ],
+      [
+        { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'json' },
+        /^OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be one of/,
+      ],
+      [{ OTEL_TRACES_SAMPLER: 'jaeger_remote' }, /^OTEL_TRACES_SAMPLER must be one of always_on/],
+      [{ OTEL_TRACES_SAMPLER_ARG: '1.5' }, /^OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1/],
+      [{ OTEL_TRACES_SAMPLER_ARG: 'half' }, /^OTEL_TRACES_SAMPLER_ARG must be a ratio/],
+      [{ OTEL_SDK_DISABLED: 'yes' }, /^OTEL_SDK_DISABLED must be true or false/],
+      [
+        { OTEL_BSP_SCHEDULE_DELAY: '-1' },
+        /^OTEL_BSP_SCHEDULE_DELAY must be an integer from 0 to 60000/,
+      ],
+    ])
+  })
+})
+
 /** Each environment fails loadConfig with one line matching its pattern. */
 function assertOneLineErrors(cases: [Record<string, string>, RegExp][]): void {
   for (const [env, message] of cases) {

@@ -46,6 +46,8 @@ export const ISOLATED = [
   'test/service.test.ts',
   'test/scale/instances.test.ts',
   'test/cluster.test.ts',
+  'test/tracing.test.ts',
+  'test/scale/fleet-trace.test.ts',
   'test/store/sqlite-lock.test.ts',
   'test/scale/idempotency.test.ts',
   'test/scale/connection-loss.test.ts',
@@ -67,5 +69,6 @@ export const PGBOUNCER_RUN = [
   ...ENGINE_HTTP,
   'test/scale/instances.test.ts',
   'test/scale/fleet.test.ts',
+  'test/scale/fleet-trace.test.ts',
   'test/scale/connection-loss.test.ts',
 ]

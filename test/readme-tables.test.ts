@@ -136,7 +136,14 @@ describe("the README's Configuration table", () => {
       .filter((row) => row.allowed !== undefined)
     assert.deepEqual(
       closed.map(({ name }) => name),
-      ['DATABASE_POOLER', 'PETSTORE_ENV', 'LOG_LEVEL'],
+      [
+        'DATABASE_POOLER',
+        'PETSTORE_ENV',
+        'LOG_LEVEL',
+        'OTEL_EXPORTER_OTLP_PROTOCOL',
+        'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
+        'OTEL_TRACES_SAMPLER',
+      ],
     )
     for (const { name, meaning, allowed } of closed) {
       assert.deepEqual(

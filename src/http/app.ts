@@ -9,6 +9,7 @@ import { sharedSchemas } from '../contract/schemas.ts'
 import type { KeyVerifier } from '../keys/verifier.ts'
 import type { Lifecycle } from '../lifecycle.ts'
 import type { Metrics } from '../observability/metrics.ts'
+import type { Tracing } from '../observability/tracing/installed.ts'
 import { MemoryWindowCounter, type WindowCounter } from '../rate-limit/counter.ts'
 import { IdempotencyPurge } from '../store/idempotency-purge.ts'
 import type { Store } from '../store/store.ts'
@@ -49,6 +50,8 @@ export interface AppParts {
   http?: Pick<FastifyServerOptions, 'serverFactory' | 'clientErrorHandler'>
   /** D17: where the app's figures go (metrics.ts); none are taken unless given. */
   metrics?: Metrics
+  /** D23: tracing's parts, when it is on (observability/tracing/start.ts). */
+  tracing?: Tracing
 }
 
 export async function buildApp(parts: AppParts) {
@@ -76,6 +79,14 @@ export async function buildApp(parts: AppParts) {
   // Ajv from the contract, with the shared schemas the routes refer to by `$ref`.
   app.setValidatorCompiler(validatorCompiler(sharedSchemas))
 
+  // D23: first, so that its instrumentation sees every route as it is added. Loaded only when
+  // tracing is on: it imports OpenTelemetry.
+  const { tracing } = parts
+  if (tracing !== undefined) {
+    const { tracing: tracingPlugin } = await import('./plugins/tracing.ts')
+    await app.register(tracingPlugin, { fastifyOtel: tracing.fastifyOtel })
+  }
+
   // D16: the store says once in this log when the database fails and when it works again.
   store.reportOutagesTo(app.log)
   const { metrics } = parts
@@ -86,7 +97,9 @@ export async function buildApp(parts: AppParts) {
   }
 
   // D17: the per-request line is written at info; at warn and above, no hook runs for it.
-  if (parts.logger && INFO_OR_LOWER.has(app.log.level)) await app.register(requestLog)
+  if (parts.logger && INFO_OR_LOWER.has(app.log.level)) {
+    await app.register(requestLog, { tracing: tracing !== undefined })
+  }
 
   const rejectOtherMethods = methodNotAllowed(app)
   // The shared schemas, for the serializer and the OpenAPI document (the validator has its own).

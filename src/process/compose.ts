@@ -13,6 +13,7 @@ import { createKeyVerifier } from '../keys/verifier.ts'
 import type { Lifecycle } from '../lifecycle.ts'
 import { loggerOptions } from '../observability/logging.ts'
 import type { Metrics } from '../observability/metrics.ts'
+import type { Tracing } from '../observability/tracing/installed.ts'
 import type { WindowCounter } from '../rate-limit/counter.ts'
 import type { Store } from '../store/store.ts'
 
@@ -23,6 +24,8 @@ export interface OwnParts {
   rateLimitCounter?: WindowCounter
   /** D17: no figures are taken unless given. */
   metrics?: Metrics
+  /** D23: no spans are made unless given (instance.ts gives them when tracing is on). */
+  tracing?: Tracing
   /** Tests move time by hand. */
   clock?: Clock
   /** Fastify's logger option; the Config's (loggerOptions) unless given, `false` for none. */
@@ -55,6 +58,7 @@ export function composeApp(
     ...(own.lifecycle ? { lifecycle: own.lifecycle } : {}),
     ...(own.rateLimitCounter ? { rateLimitCounter: own.rateLimitCounter } : {}),
     ...(own.metrics ? { metrics: own.metrics } : {}),
+    ...(own.tracing ? { tracing: own.tracing } : {}),
     ...(own.clock ? { clock: own.clock } : {}),
   })
 }

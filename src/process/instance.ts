@@ -3,12 +3,14 @@
 // drains them (D11). A lone `serve` runs one; `serve --workers N` runs one in each worker
 // (cluster.ts).
 
+import type { Server } from 'node:net'
 import type { Config } from '../config.ts'
 import { logAcceptErrors, logDroppedConnections } from '../http/http-server.ts'
-import { readiness, STARTING } from '../http/routes/health.ts'
+import { LIVENESS_PATH, READINESS_PATH, readiness, STARTING } from '../http/routes/health.ts'
 import type { Lifecycle } from '../lifecycle.ts'
 import { answerClusterScrapes, createMetrics } from '../observability/metrics.ts'
 import { listenForScrapes, type MetricsServer } from '../observability/metrics-server.ts'
+import { installedTracing } from '../observability/tracing/installed.ts'
 import { MemoryWindowCounter, type WindowCounter } from '../rate-limit/counter.ts'
 import { openStore } from '../store/open.ts'
 import { type ComposedApp, composeApp } from './compose.ts'
@@ -67,12 +69,24 @@ export interface InstanceOptions {
  */
 const LISTEN_BACKLOG = 4096
 
+function listeningPort(server: Server): number {
+  const address = server.address()
+  return typeof address === 'object' && address !== null ? address.port : 0
+}
+
 /** Opens the store and builds the app; does not listen yet. */
 export async function startInstance(
   config: Readonly<Config>,
   options: InstanceOptions = {},
 ): Promise<Instance> {
-  const store = await openStore(config.database)
+  // D23: installed by bin/petstore.js when an OTLP endpoint is set; PostgreSQL is traced by pg's
+  // instrumentation, SQLite by the store's own spans.
+  const tracing = installedTracing()
+  const opened = await openStore(config.database)
+  const store =
+    tracing !== undefined && config.database.engine === 'sqlite'
+      ? tracing.traceStore(opened)
+      : opened
   if (!options.prepared) await store.migrate()
   const lifecycle: Lifecycle = { draining: false }
   const { counter, announce } = await rateLimitCounter(config)
@@ -83,6 +97,7 @@ export async function startInstance(
     rateLimitCounter: counter,
     lifecycle,
     ...(metrics ? { metrics } : {}),
+    ...(tracing ? { tracing } : {}),
   })
   logDroppedConnections(app.server, app.log)
   await announce(app)
@@ -133,6 +148,10 @@ export async function startInstance(
         await closeSideListeners()
         throw err
       }
+      tracing?.attach(
+        { port: listeningPort(app.server), untracedPaths: [LIVENESS_PATH, READINESS_PATH] },
+        app.log,
+      )
       logAcceptErrors(app.server, app.log)
       metricsServer?.announce()
       probeServer?.announce()
@@ -154,6 +173,8 @@ export async function startInstance(
         await closeSideListeners()
         await store.close()
         await counter.close()
+        // Last, so that the drain's spans go too; bounded (tracing/start.ts).
+        await tracing?.shutdown()
       })()
       return closing
     },

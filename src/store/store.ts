@@ -163,6 +163,19 @@ export interface Store {
    * figures). The store knows nothing of what listens; unobserved until called.
    */
   observe(observer: StoreObserver): void
+  /**
+   * D23: a store that commits creates together (SQLite's group commit) says to tracing which
+   * creates each commit carried. Only called while tracing is on.
+   */
+  traceCommits?(tracer: CommitTracer): void
+}
+
+/** D23: what tracing keeps of each queued create, opaque to the store, and is told at commit. */
+export interface CommitTracer {
+  /** Called as a create is queued, in its request's context. */
+  queued(): object | undefined
+  /** A commit: what queued() gave for each of its creates; performance.now() times. */
+  committed(queued: ReadonlyArray<object | undefined>, began: number, ended: number): void
 }
 
 /** What a store reports as it works (D17); every method is cheap and never throws. */

@@ -1,6 +1,7 @@
 // D8, D17: one log line per request, at info, written when the response is finished: method,
 // route template, redacted URL, status, duration, the client's address, request id, the key's id
-// (never the key), the error code of an error, and the trace id of a valid W3C `traceparent`. It replaces Fastify's
+// (never the key), the error code of an error, and the trace id of a valid W3C `traceparent`;
+// with tracing on (D23), the trace and span ids of the request's server span. It replaces Fastify's
 // two lines ("incoming request" without status, "request completed" without route or key).
 // Problems keep lines of their own at warn and error (a 500's cause, an outage, shedding), so
 // LOG_LEVEL=warn keeps those and drops the per-request lines.
@@ -38,9 +39,10 @@ interface RequestLine {
   keyId?: string
   errorCode?: string
   traceId?: string
+  spanId?: string
 }
 
-function requestLine(request: FastifyRequest, reply: FastifyReply): RequestLine {
+function requestLine(request: FastifyRequest, reply: FastifyReply, tracing: boolean): RequestLine {
   const status = reply.statusCode
   const line: RequestLine = {
     method: request.method,
@@ -53,6 +55,15 @@ function requestLine(request: FastifyRequest, reply: FastifyReply): RequestLine 
   // Set by auth (plugins/auth.ts) only under /v1, and only once the key is valid.
   if (request.apiKeyId) line.keyId = request.apiKeyId
   if (status >= 400) line.errorCode = reply.errorCode ?? codeForStatus(status)
+  // D23: with tracing on, the ids of its server span (plugins/tracing.ts), sampled or not.
+  if (tracing) {
+    const span = request.serverSpan?.spanContext()
+    if (span !== undefined) {
+      line.traceId = span.traceId
+      line.spanId = span.spanId
+    }
+    return line
+  }
   const traceId = traceIdOf(request.headers.traceparent)
   if (traceId !== undefined) line.traceId = traceId
   return line
@@ -62,10 +73,10 @@ function requestLine(request: FastifyRequest, reply: FastifyReply): RequestLine 
 export const INFO_OR_LOWER: ReadonlySet<string> = new Set(['info', 'debug', 'trace'])
 
 /** Registered only when the logger writes info lines (app.ts); LOG_LEVEL is read once, at start. */
-export const requestLog = fp(
-  async (app) => {
+export const requestLog = fp<{ tracing?: boolean }>(
+  async (app, { tracing = false }) => {
     app.addHook('onResponse', (request, reply, done) => {
-      request.log.info(requestLine(request, reply), 'request completed')
+      request.log.info(requestLine(request, reply, tracing), 'request completed')
       done()
     })
   },

@@ -7,6 +7,7 @@ import { LIST_LIMIT } from '../../contract/limits.ts'
 import type { NewPet, Pet, PetStatus } from '../../contract/schemas.ts'
 import { pageOf, petOf } from '../sql-core.ts'
 import {
+  type CommitTracer,
   type IdempotencyClaim,
   type IdempotencyRecord,
   type IdempotentCreate,
@@ -106,6 +107,8 @@ interface PendingCreate {
   claim: IdempotencyClaim | undefined
   /** Date.now() past which it stops waiting for a lock: lockTimeoutMs from when it was queued. */
   deadline: number
+  /** D23: what tracing keeps of it, while tracing is on. */
+  traced: object | undefined
   resolve: (result: IdempotentCreate) => void
   reject: (err: unknown) => void
 }
@@ -122,6 +125,8 @@ export class SqlitePetRepository implements PetRepository {
   #pending: PendingCreate[] = []
   /** D17: each group commit's size and duration. */
   observer: StoreObserver = unobserved
+  /** D23: told which creates each commit carried, while tracing is on. */
+  commitTracer: CommitTracer | undefined
   /** Set while the queue waits for another process's lock: the pauses, the next try. */
   #backoff: Backoff | undefined
   #retry: NodeJS.Timeout | undefined
@@ -175,7 +180,8 @@ export class SqlitePetRepository implements PetRepository {
   #enqueue(pet: NewPet, claim: IdempotencyClaim | undefined): Promise<IdempotentCreate> {
     return new Promise((resolve, reject) => {
       const deadline = Date.now() + this.#attempts.lockTimeoutMs
-      this.#pending.push({ pet, claim, deadline, resolve, reject })
+      const traced = this.commitTracer?.queued()
+      this.#pending.push({ pet, claim, deadline, traced, resolve, reject })
       // The first create of a turn schedules the commit; the rest of the turn joins it. While
       // the queue waits for a lock, a try is already scheduled and new creates join it too.
       if (this.#pending.length === 1) setImmediate(() => this.flush())
@@ -218,10 +224,16 @@ export class SqlitePetRepository implements PetRepository {
       this.#fail(batch, err)
       return
     }
+    const ended = performance.now()
     this.#attempts.committed()
     // Replays in the batch (a key already recorded) made no pet.
     const createdCount = results.filter((result) => result.created !== undefined).length
-    this.observer.committed(createdCount, (performance.now() - began) / 1000)
+    this.observer.committed(createdCount, (ended - began) / 1000)
+    this.commitTracer?.committed(
+      batch.map((create) => create.traced),
+      began,
+      ended,
+    )
     batch.forEach(({ resolve }, i) => {
       resolve(results[i] as IdempotentCreate)
     })

@@ -19,7 +19,7 @@ import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import type { OutageLogger } from '../../outage-log.ts'
 import { type MigrationAdapter, runMigrations } from '../sql-core.ts'
-import { type Store, type StoreObserver, StoreOpenError } from '../store.ts'
+import { type CommitTracer, type Store, type StoreObserver, StoreOpenError } from '../store.ts'
 import { SqliteApiKeyRepository } from './api-keys.ts'
 import { Attempts } from './attempts.ts'
 import { BUSY_TIMEOUT_MS, LOCK_TIMEOUT_MS, retryWhileBusy } from './failures.ts'
@@ -95,6 +95,10 @@ class SqliteStore implements Store {
 
   observe(observer: StoreObserver): void {
     this.pets.observer = observer
+  }
+
+  traceCommits(tracer: CommitTracer): void {
+    this.pets.commitTracer = tracer
   }
 
   /**

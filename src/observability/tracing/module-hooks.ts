@@ -1,0 +1,8 @@
+// D23: the module hooks through which instrumentations patch what the service imports (fastify,
+// pg, ioredis are imported from ES modules, which require() hooks alone never see). Imported
+// first by start.ts, so they are in place before anything to trace is loaded. Synchronous,
+// in-thread hooks (module.registerHooks, Node.js 24.11.1+ and 26): Node's off-thread
+// module.register() is deprecated on 26.
+import { register } from 'import-in-the-middle/register-hooks.mjs'
+
+register()
