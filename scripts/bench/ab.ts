@@ -21,7 +21,7 @@ import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { generateApiKey } from '../../src/contract/api-key.ts'
-import { type Request, requireWrk } from './load.ts'
+import { requireWrk, sideBySideEnv, sideBySideRequests } from './load.ts'
 import { POOL_SIZE as POSTGRES_POOL_SIZE } from './postgres.ts'
 import { pinSelf, type ServerProcess, startServer } from './processes.ts'
 import { pair } from './rounds.ts'
@@ -50,15 +50,7 @@ if (args.base === undefined) {
 }
 const base = resolve(args.base)
 const pets = Number(args.pets)
-const body = JSON.stringify({ name: 'Benchmark Bella', categoryId: 42, status: 'available' })
-const requests: Record<string, Request> = {
-  list20: { method: 'GET', path: '/v1/pets?limit=20' },
-  list100: { method: 'GET', path: '/v1/pets?limit=100' },
-  status: { method: 'GET', path: '/v1/pets?limit=20&status=available' },
-  get: { method: 'GET', path: `/v1/pets/${pets / 2}` },
-  create: { method: 'POST', path: '/v1/pets', body },
-  createKeyed: { method: 'POST', path: '/v1/pets', body, idempotencyKey: true },
-}
+const requests = sideBySideRequests(pets)
 
 const key = generateApiKey('production')
 const flags = args['node-flags'].split(' ').filter((flag) => flag !== '')
@@ -81,16 +73,13 @@ function start(
     name,
     [...nodeFlags, join(checkout, 'bin/petstore.js'), 'serve'],
     {
-      ...(args.database === undefined
-        ? { DATABASE_URL: `sqlite:${seededCopy(BENCH_DIR, pets, `ab-${name}`)}` }
-        : { DATABASE_URL: args.database, DATABASE_POOL_SIZE: String(POSTGRES_POOL_SIZE) }),
-      LOG_LEVEL: 'warn',
-      METRICS_PORT: '0',
-      PETSTORE_RATE_LIMIT: '0',
-      PETSTORE_API_KEYS: key,
-      // Load shedding stays on (its hook runs for every request, as shipped), with a threshold
-      // that a busy shared machine does not reach: a shed request would void the round.
-      PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '5000',
+      ...sideBySideEnv({
+        key,
+        database:
+          args.database === undefined
+            ? { sqliteCopy: seededCopy(BENCH_DIR, pets, `ab-${name}`) }
+            : { url: args.database, poolSize: POSTGRES_POOL_SIZE },
+      }),
       ...env,
     },
     '/readyz',

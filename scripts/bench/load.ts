@@ -186,3 +186,43 @@ export async function measure(options: {
 export async function warmUp(options: Omit<Parameters<typeof measure>[0], 'seconds'>, s: number) {
   if (s > 0) await measure({ ...options, seconds: s })
 }
+
+/**
+ * The operations the side-by-side scripts (ab.ts, tracing.ts) measure, by the names their
+ * --only takes; getPet reads the pet in the middle of a seed of `pets`.
+ */
+export function sideBySideRequests(pets: number): Record<string, Request> {
+  const body = JSON.stringify({ name: 'Benchmark Bella', categoryId: 42, status: 'available' })
+  return {
+    list20: { method: 'GET', path: '/v1/pets?limit=20' },
+    list100: { method: 'GET', path: '/v1/pets?limit=100' },
+    status: { method: 'GET', path: '/v1/pets?limit=20&status=available' },
+    get: { method: 'GET', path: `/v1/pets/${pets / 2}` },
+    create: { method: 'POST', path: '/v1/pets', body },
+    createKeyed: { method: 'POST', path: '/v1/pets', body, idempotencyKey: true },
+  }
+}
+
+/**
+ * The environment of a service the side-by-side scripts run: a copy of the seeded SQLite file
+ * named `copy` (or `database`, a seeded PostgreSQL, with the PostgreSQL run's pool size), no
+ * rate limit, warn-level logs, metrics on. Load shedding stays on (its hook runs for every
+ * request, as shipped), with a threshold that a busy shared machine does not reach: a shed
+ * request would void the round.
+ */
+export function sideBySideEnv(options: {
+  key: string
+  database: { sqliteCopy: string } | { url: string; poolSize: number }
+}): Record<string, string> {
+  const { database } = options
+  return {
+    ...('url' in database
+      ? { DATABASE_URL: database.url, DATABASE_POOL_SIZE: String(database.poolSize) }
+      : { DATABASE_URL: `sqlite:${database.sqliteCopy}` }),
+    LOG_LEVEL: 'warn',
+    METRICS_PORT: '0',
+    PETSTORE_RATE_LIMIT: '0',
+    PETSTORE_API_KEYS: options.key,
+    PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '5000',
+  }
+}

@@ -3,10 +3,9 @@
 // drains them (D11). A lone `serve` runs one; `serve --workers N` runs one in each worker
 // (cluster.ts).
 
-import type { Server } from 'node:net'
 import type { Config } from '../config.ts'
 import { logAcceptErrors, logDroppedConnections } from '../http/http-server.ts'
-import { LIVENESS_PATH, READINESS_PATH, readiness, STARTING } from '../http/routes/health.ts'
+import { readiness, STARTING } from '../http/routes/health.ts'
 import type { Lifecycle } from '../lifecycle.ts'
 import { answerClusterScrapes, createMetrics } from '../observability/metrics.ts'
 import { listenForScrapes, type MetricsServer } from '../observability/metrics-server.ts'
@@ -68,11 +67,6 @@ export interface InstanceOptions {
  * kernel caps this at net.core.somaxconn (4096 on current Linux).
  */
 const LISTEN_BACKLOG = 4096
-
-function listeningPort(server: Server): number {
-  const address = server.address()
-  return typeof address === 'object' && address !== null ? address.port : 0
-}
 
 /** Opens the store and builds the app; does not listen yet. */
 export async function startInstance(
@@ -148,10 +142,7 @@ export async function startInstance(
         await closeSideListeners()
         throw err
       }
-      tracing?.attach(
-        { port: listeningPort(app.server), untracedPaths: [LIVENESS_PATH, READINESS_PATH] },
-        app.log,
-      )
+      tracing?.attach(app.log)
       logAcceptErrors(app.server, app.log)
       metricsServer?.announce()
       probeServer?.announce()

@@ -26,6 +26,7 @@ export interface ReceivedSpan {
   attributes: Record<string, string | number | boolean>
   links: { traceId: string; spanId: string }[]
   status: { code?: number; message?: string }
+  events?: { name: string }[]
   scope: string
   resource: Record<string, string | number | boolean>
 }

@@ -16,16 +16,10 @@ export interface Tracing {
   readonly fastifyOtel: FastifyPluginCallback
   /** The store with a span around each statement batch (SQLite; pg is traced by its driver). */
   traceStore(store: Store): Store
-  /** Once the API listens: which requests are traced, and where tracing logs. */
-  attach(api: TracedListener, log: TracingLog): void
+  /** Once the API listens: where tracing logs from now on. */
+  attach(log: TracingLog): void
   /** Exports what is queued, within a bounded time; never rejects. */
   shutdown(): Promise<void>
-}
-
-/** The API's listener: only its requests are traced, and not those of `untracedPaths` (probes). */
-export interface TracedListener {
-  port: number
-  untracedPaths: readonly string[]
 }
 
 let installed: Tracing | undefined
