@@ -2,6 +2,7 @@
 // callers saw, the overload's probes, the totals checked against the database, and whether each
 // thing a fleet must hold, held.
 import type { StoredCheck } from '../../test/helpers/fleet-users.ts'
+import type { TraceReport } from './trace.ts'
 
 export interface PhaseReport {
   name: string
@@ -61,6 +62,8 @@ export interface FleetReport {
   users: StoredCheck
   canary: StoredCheck & { acknowledged: number }
   probeTimeoutMs: number
+  /** One create sent with a sampled traceparent after the steady load (D23). */
+  trace: TraceReport | undefined
   /** Log lines of processes or workers that ended by an error. */
   processErrors: string[]
 }
@@ -134,6 +137,14 @@ export function renderFleet(report: FleetReport): { markdown: string; held: bool
           .slice(0, 3)
           .map((line) => `\`${line.slice(0, 200)}\``)
           .join('<br>'),
+  ])
+  const { trace } = report
+  holds.push([
+    'One create traced through the balancer, an instance, PgBouncer and Redis',
+    trace?.continued === true && trace.spans.some((span) => span.peer !== undefined),
+    trace === undefined
+      ? 'no trace collected'
+      : `${trace.spans.length} spans in the caller's trace; its span the server span's parent: ${trace.continued ? 'yes' : 'no'}`,
   ])
   const held = holds.every(([, ok]) => ok !== false)
 
@@ -214,6 +225,23 @@ export function renderFleet(report: FleetReport): { markdown: string; held: bool
     for (const flood of report.floods) {
       lines.push(
         `- **${flood.name}**: ${n(flood.connections)} connections for ${flood.seconds} s: ${wrkSummary(flood.wrk)}.`,
+      )
+    }
+    lines.push('')
+  }
+  if (trace !== undefined) {
+    lines.push('## One create, traced')
+    lines.push('')
+    lines.push(
+      `Sent to the balancer with a sampled \`traceparent\` after the steady load, under it; trace \`${trace.traceId}\` as the receiver got it, each span under its parent, with where a client span went (PgBouncer's port for the queries, Redis's for the rate limit):`,
+    )
+    lines.push('')
+    lines.push('| Span | To | Duration |')
+    lines.push('|---|---|--:|')
+    for (const span of trace.spans) {
+      const indent = '&nbsp;&nbsp;'.repeat(span.depth * 2)
+      lines.push(
+        `| ${indent}\`${span.name}\` | ${span.peer ?? ''} | ${span.durationMs.toFixed(2)} ms |`,
       )
     }
     lines.push('')

@@ -7,7 +7,9 @@
 // - PgBouncer in transaction mode in front of it (test/helpers/pgbouncer.ts);
 // - Redis for the rate-limit counts (test/helpers/redis-server.ts);
 // - three instances of the service, `serve --workers 2` each, on PgBouncer and Redis;
-// - HAProxy 2.6 with the README's configuration, health-checking /readyz (test/helpers/haproxy.ts).
+// - HAProxy 2.6 with the README's configuration, health-checking /readyz (test/helpers/haproxy.ts);
+// - tracing on (D23), with the default sampler, to an OTLP/HTTP receiver the run starts; one
+//   create is sent with a sampled traceparent after the steady load, and its trace reported.
 // Load: 32 SDK users (test/helpers/fleet-users.ts) creating, getting and paging throughout.
 //
 // Faults, in order, each timed from the fault to full service again (every instance's /readyz
@@ -31,6 +33,7 @@ import { Petstore } from '../../client/src/index.ts'
 import { checkStored, startUsers, type UsersRun } from '../../test/helpers/fleet-users.ts'
 import { freePort } from '../../test/helpers/free-port.ts'
 import { type BackendStats, type HAProxy, startHAProxy } from '../../test/helpers/haproxy.ts'
+import { type OtlpReceiver, startOtlpReceiver } from '../../test/helpers/otlp-receiver.ts'
 import { type PgBouncer, startPgBouncer } from '../../test/helpers/pgbouncer.ts'
 import { onDatabase } from '../../test/helpers/postgres.ts'
 import { type ServiceProcess, startService } from '../../test/helpers/process.ts'
@@ -40,6 +43,7 @@ import { percentile } from '../bench/rounds.ts'
 import { PG_BIN, type PostgresPair, startPostgresPair } from './postgres-pair.ts'
 import { probe } from './probe.ts'
 import { type FleetReport, type FloodReport, type PhaseReport, renderFleet } from './report.ts'
+import { type TraceReport, traceOneCreate } from './trace.ts'
 
 const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false } } })
 const QUICK = flags.quick
@@ -66,6 +70,7 @@ interface Fleet {
   pair: PostgresPair
   pgbouncer: PgBouncer
   redis: RedisServer
+  receiver: OtlpReceiver
   balancer: HAProxy
   ports: number[]
   /** Each instance's PROBE_PORT (D20). */
@@ -100,6 +105,8 @@ async function buildFleet(): Promise<Fleet> {
   cleanups.push(() => pgbouncer.stop())
   const redis = await startRedisServer()
   cleanups.push(() => redis.stop())
+  const receiver = await startOtlpReceiver()
+  cleanups.push(() => receiver.close())
   const key = `fleet-${randomBytes(24).toString('hex')}`
   const ports: number[] = []
   const probePorts: number[] = []
@@ -120,6 +127,9 @@ async function buildFleet(): Promise<Fleet> {
         // Load shedding as shipped (D16); the tests' services run without it.
         PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '200',
         LOG_LEVEL: 'warn',
+        // Tracing as an operator would turn it on: the default sampler (D23).
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
       },
       ['--workers', String(WORKERS)],
     )
@@ -136,7 +146,19 @@ async function buildFleet(): Promise<Fleet> {
     ports.map((port, i) => ({ name: `petstore${i + 1}`, address: `127.0.0.1:${port}` })),
   )
   cleanups.push(() => balancer.stop())
-  return { pair, pgbouncer, redis, balancer, ports, probePorts, instances, started, key, start }
+  return {
+    pair,
+    pgbouncer,
+    redis,
+    receiver,
+    balancer,
+    ports,
+    probePorts,
+    instances,
+    started,
+    key,
+    start,
+  }
 }
 
 async function sql(url: string, statement: string): Promise<void> {
@@ -403,6 +425,7 @@ async function main(): Promise<number> {
   })
   const phases: PhaseReport[] = []
   const floods: FloodReport[] = []
+  let trace: TraceReport | undefined
   try {
     const runPhase = async (
       name: string,
@@ -436,6 +459,8 @@ async function main(): Promise<number> {
       await delay(BASELINE_MS)
       return []
     })
+    console.log('one create, traced…')
+    trace = await traceOneCreate(fleet.balancer.url, fleet.key, fleet.receiver)
     for (const fault of faults) await runPhase(fault.name, fault.what, () => fault.act(fleet))
     await runPhase(
       'Overload',
@@ -499,6 +524,7 @@ async function main(): Promise<number> {
       ...(await checkStored(databaseUrl, 'canary ', canary.run)),
     },
     probeTimeoutMs: PROBE_TIMEOUT_MS,
+    trace,
     processErrors: processErrors(fleet.started),
   }
   await cleanUp()
