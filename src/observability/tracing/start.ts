@@ -3,8 +3,9 @@
 // OpenTelemetry is loaded at all. It builds the tracer provider from the standard OTEL_
 // variables (config.ts checks them), turns on the instrumentations of Fastify, pg and ioredis,
 // and installs what the instance puts in place (installed.ts). Not @opentelemetry/
-// instrumentation-http: it binds every request and response to the context, which costs a read
-// three times its CPU even when nothing is sampled (D23); @fastify/otel makes the server span.
+// instrumentation-http: it binds every request and response to the context, which costs each
+// request far more than its span, sampled or not (D23, docs/benchmarks.md "Tracing");
+// @fastify/otel makes the server span.
 import './module-hooks.ts'
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
