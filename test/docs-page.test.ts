@@ -1,6 +1,8 @@
 // The interactive reference at /docs, in a real Chromium: it lists the three operations, shows
 // getPet as deprecated, loads nothing from any other host (no CDN), reports nothing on the
-// console under its CSP, is titled as ours, shows our examples, and works.
+// console under its CSP, shows the operations on the first screen with the whole introduction
+// folded above them, links the service's document, is titled as ours, shows our examples, and
+// works.
 //
 // The page is costly to load (swagger-ui's bundle), so it is loaded once at the server's own
 // origin for the read-only checks, in order, then "Try it out" on the same page; the host name
@@ -14,6 +16,7 @@ import { after, before, describe, test } from 'node:test'
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core'
 import { errorCatalog } from '../src/errors.ts'
 import { DOCS_TITLE } from '../src/http/plugins/docs-page.ts'
+import { OPENAPI_PATH } from '../src/http/plugins/openapi.ts'
 import { startServer, type TestServer } from './helpers/server.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
@@ -22,6 +25,9 @@ const browserRequired = process.env.PETSTORE_REQUIRE_BROWSER === '1'
 
 /** A name that is neither localhost nor 127.0.0.1, resolved to 127.0.0.1 inside the browser. */
 const HOST_NAME = 'petstore.test'
+
+/** A laptop's browser window: what a new reader sees before scrolling. */
+const WINDOW = { width: 1280, height: 800 }
 
 interface OpenedPage {
   page: Page
@@ -80,7 +86,7 @@ function docsPageTests() {
 
   /** Opens `${origin}/docs` and waits until swagger-ui has rendered the operations. */
   async function openDocs(origin: string): Promise<OpenedPage> {
-    const page = await browser.newPage()
+    const page = await browser.newPage({ viewport: WINDOW })
     // A guard, not a wait: swagger-ui's bundle is parsed in a browser that shares two cores with
     // every other test run (npm test runs three at once), so a slow moment must not fail a check.
     page.setDefaultTimeout(60_000)
@@ -135,6 +141,24 @@ function docsPageTests() {
     )
   }
 
+  /**
+   * The text of the document's introduction (info.description, Markdown) as a reader sees it: one
+   * string per paragraph, and one per table cell, without the Markdown marks.
+   */
+  async function introductionTexts(): Promise<string[]> {
+    const response = await fetch(`${server.url}${OPENAPI_PATH}`)
+    const document = (await response.json()) as { info: { description: string } }
+    return document.info.description
+      .split('\n\n')
+      .flatMap((paragraph) =>
+        paragraph.startsWith('|')
+          ? paragraph.split('\n').flatMap((row) => row.split('|'))
+          : [paragraph],
+      )
+      .map((text) => normalized(text.replaceAll('**', '').replaceAll('`', '')))
+      .filter((text) => text !== '' && !/^-+$/.test(text))
+  }
+
   /** The requests that went to a host other than `host` (data: and blob: URLs are not). */
   function elsewhere(requests: string[], host: string): string[] {
     return requests.filter((url) => {
@@ -186,6 +210,69 @@ function docsPageTests() {
       assert.deepStrictEqual(elsewhere(requests, '127.0.0.1'), [], 'requests to other hosts')
       assert.deepStrictEqual(errors, [], 'uncaught errors in the page')
       assert.deepStrictEqual(consoleErrors, [], 'errors on the console (a CSP violation?)')
+    })
+
+    test('shows the three operations on the first screen of a 1280×800 window', async () => {
+      const { page } = docs
+      assert.deepStrictEqual(await page.viewportSize(), WINDOW)
+      assert.equal(await page.evaluate('window.scrollY'), 0, 'the page opened scrolled')
+      const blocks = await page
+        .locator('.opblock')
+        .evaluateAll((all) =>
+          all.map((block) => ({ id: block.id, ...block.getBoundingClientRect().toJSON() })),
+        )
+      assert.equal(blocks.length, 3)
+      for (const block of blocks) {
+        // Its whole summary row (method, path, summary), not just its top edge.
+        assert.ok(
+          block.top >= 0 && block.bottom <= WINDOW.height,
+          `${block.id} is at ${block.top}–${block.bottom} px, not within the first ${WINDOW.height}`,
+        )
+      }
+    })
+
+    test('links the service’s own document under the title, not /docs/json', async () => {
+      const { page } = docs
+      const links = await page
+        .locator('.information-container .info .main a')
+        .evaluateAll((all) => all.map((link) => link.getAttribute('href')))
+      assert.deepStrictEqual(links, [OPENAPI_PATH])
+      const shown = page.locator('.information-container .info .main a')
+      assert.ok(await shown.isVisible(), 'the link is not shown')
+      assert.equal(normalized((await shown.textContent()) ?? ''), OPENAPI_PATH)
+      assert.equal(
+        await page.locator('.information-container a[href*="/docs/json"]').count(),
+        0,
+        'a link to /docs/json',
+      )
+      // What a reader gets who follows it: the document, without a key.
+      const response = await fetch(new URL(OPENAPI_PATH, server.url))
+      assert.equal(response.status, 200)
+      assert.match(response.headers.get('content-type') ?? '', /^application\/json/)
+    })
+
+    test('keeps every word of the introduction, folded in a <details> the reader opens', async () => {
+      const { page } = docs
+      const info = page.locator('.information-container .info')
+      const folded = info.locator('details')
+      assert.equal(await folded.count(), 1)
+      assert.equal(await folded.getAttribute('open'), null, 'the introduction is open on load')
+      const shownText = normalized((await info.textContent()) ?? '')
+      const texts = await introductionTexts()
+      assert.ok(texts.length > 20, `too few paragraphs and cells: ${texts.length}`)
+      for (const text of texts) {
+        assert.ok(shownText.includes(text), `not on the page: ${text}`)
+      }
+      // The first paragraph stays shown; the sentence below it is there but folded away.
+      assert.ok(await info.getByText(texts[0] ?? '').isVisible(), 'the first paragraph is hidden')
+      const sentence = info.getByText('Keys are checked before anything else in the request.')
+      assert.equal(await sentence.isVisible(), false, 'the long introduction is unfolded')
+      await folded.locator('summary').click()
+      assert.equal(await folded.getAttribute('open'), '')
+      assert.ok(await sentence.isVisible(), 'opening the <details> does not show the text')
+      // Folded again, for the checks that follow on this page.
+      await folded.locator('summary').click()
+      assert.equal(await folded.getAttribute('open'), null)
     })
 
     test('is titled as ours, without a framework’s logo', async () => {
@@ -279,4 +366,9 @@ function docsPageTests() {
       await page.close()
     }
   })
+}
+
+/** Text with its runs of white space made one space, as a browser lays it out. */
+function normalized(text: string): string {
+  return text.replaceAll(/\s+/g, ' ').trim()
 }

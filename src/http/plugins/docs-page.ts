@@ -35,9 +35,88 @@ const FAVICON = {
     '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#2f6f4f"/><path d="M11 25V7h6.5a5.5 5.5 0 0 1 0 11H15v7z M15 11v3.5h2.5a1.75 1.75 0 0 0 0-3.5z" fill="#fff" fill-rule="evenodd"/></svg>',
 }
 
+/** The React and component lookup of swagger-ui's plugin system, as far as the plugin uses them. */
+interface UiSystem {
+  React: {
+    createElement(type: unknown, props?: object | null, ...children: unknown[]): unknown
+    Fragment: unknown
+  }
+  getComponent(name: string, container?: boolean): unknown
+}
+
+interface InfoProps {
+  getComponent(name: string, container?: boolean): unknown
+}
+
+/**
+ * A swagger-ui plugin, run in the browser: @fastify/swagger-ui writes its source into
+ * swagger-initializer.js (a file of our origin, so the CSP needs nothing new), hence no outside
+ * names: values are written out. The document's introduction (info.description) is some
+ * 1,300 px of prose that pushed the operations off the first screen; the page shows its first
+ * paragraph and puts the rest, word for word, in a <details> named by its paragraphs' bold heads,
+ * the way API references fold a long introduction. The document itself is unchanged.
+ */
+function petstorePagePlugin(system: UiSystem) {
+  const h = system.React.createElement
+
+  function CollapsedDescription({ source }: { source?: unknown }) {
+    const Markdown = system.getComponent('Markdown', true)
+    const cut = typeof source === 'string' ? source.indexOf('\n\n') : -1
+    if (typeof source !== 'string' || cut < 0) return h(Markdown, { source })
+    const rest = source.slice(cut + 2)
+    const heads = rest
+      .split('\n\n')
+      .filter((paragraph) => paragraph.startsWith('**') && paragraph.indexOf('.**') > 2)
+      .map((paragraph) => paragraph.slice(2, paragraph.indexOf('.**')))
+    return h(
+      system.React.Fragment,
+      null,
+      h(Markdown, { source: source.slice(0, cut) }),
+      h(
+        'details',
+        { className: 'petstore-introduction' },
+        h('summary', null, heads.length > 0 ? heads.join(' · ') : 'More about this API'),
+        h(Markdown, { source: rest }),
+      ),
+    )
+  }
+
+  return {
+    wrapComponents: {
+      // The link under the title: the service's own document (OPENAPI_PATH of plugins/openapi.ts,
+      // which imports this file), not /docs/json, which serves the same bytes for this page only.
+      InfoUrl: (Original: unknown) => (props: object) =>
+        h(Original, { ...props, url: '/v1/openapi.json' }),
+      // OpenAPI 3.1's info block. Its only Markdown is the description: ours takes its place
+      // there, so the folded text sits right under the first paragraph. CollapsedDescription is
+      // made once, not per render, so that React keeps the <details> (and whether it is open).
+      OAS31Info: (Original: unknown) => (props: InfoProps) =>
+        h(Original, {
+          ...props,
+          getComponent: (name: string, container?: boolean) =>
+            name === 'Markdown' ? CollapsedDescription : props.getComponent(name, container),
+        }),
+    },
+  }
+}
+
+/** The <details> above, styled from a file of our origin (the CSP refuses inline style). */
+const PAGE_CSS = {
+  filename: 'petstore.css',
+  content: `.swagger-ui .info .petstore-introduction { margin: 0.5em 0 1em; }
+.swagger-ui .info .petstore-introduction > summary {
+  cursor: pointer;
+  font-family: sans-serif;
+  font-size: 14px;
+  color: #3b4151;
+}
+.swagger-ui .info .petstore-introduction[open] > summary { margin-bottom: 1em; }
+`,
+}
+
 const options = {
   routePrefix: DOCS_PREFIX,
-  theme: { title: DOCS_TITLE, favicon: [FAVICON] },
+  theme: { title: DOCS_TITLE, favicon: [FAVICON], css: [PAGE_CSS] },
   // Every asset is local. Unlike swagger-ui's default CSP (`staticCSP: true`), no
   // `upgrade-insecure-requests`: over plain HTTP on any host but localhost it turned the
   // assets' URLs into https ones, and the page stayed blank. No 'unsafe-inline' either: the
@@ -60,6 +139,9 @@ const options = {
     layout: 'BaseLayout',
     deepLinking: true,
     defaultModelsExpandDepth: 1,
+    // In place of the initializer's list: its one plugin (DownloadUrl) is in swagger-ui's
+    // base preset already.
+    plugins: [petstorePagePlugin],
   },
 } satisfies FastifySwaggerUiOptions
 
@@ -71,7 +153,12 @@ function assetVersion(): string {
   const packageDir = dirname(fileURLToPath(import.meta.resolve('@fastify/swagger-ui')))
   const hash = createHash('sha256')
   hash.update(readFileSync(join(packageDir, 'package.json')))
-  hash.update(JSON.stringify(options))
+  // With the plugin's source: JSON.stringify alone would drop functions.
+  hash.update(
+    JSON.stringify(options, (_key, value: unknown) =>
+      typeof value === 'function' ? String(value) : value,
+    ),
+  )
   const staticDir = join(packageDir, 'static')
   for (const name of readdirSync(staticDir).sort()) {
     hash.update(name).update(readFileSync(join(staticDir, name)))
