@@ -325,6 +325,60 @@ describe('petstore CLI', () => {
     )
   })
 
+  test('serve --port and other options named as a setting: one line naming the variable, exit 2', async () => {
+    const cases: [string[], string][] = [
+      [
+        ['--port', '9000'],
+        'serve takes no --port option; set the PORT environment variable: "PORT=9000 petstore serve"',
+      ],
+      [
+        ['--port=9000'],
+        'serve takes no --port option; set the PORT environment variable: "PORT=9000 petstore serve"',
+      ],
+      [
+        ['--host', '0.0.0.0'],
+        'serve takes no --host option; set the HOST environment variable: "HOST=0.0.0.0 petstore serve"',
+      ],
+      [
+        ['--log-level', 'debug'],
+        'serve takes no --log-level option; set the LOG_LEVEL environment variable: "LOG_LEVEL=debug petstore serve"',
+      ],
+      // After a --workers that is right; with PETSTORE_ before it; with no value.
+      [
+        ['--workers', '2', '--metrics-port=9465'],
+        'serve takes no --metrics-port option; set the METRICS_PORT environment variable: "METRICS_PORT=9465 petstore serve"',
+      ],
+      [
+        ['--rate-limit', '100'],
+        'serve takes no --rate-limit option; set the PETSTORE_RATE_LIMIT environment variable: "PETSTORE_RATE_LIMIT=100 petstore serve"',
+      ],
+      [
+        ['--port'],
+        'serve takes no --port option; set the PORT environment variable: "PORT=… petstore serve"',
+      ],
+      // A value that may hold a password is not repeated.
+      [
+        ['--database-url', 'postgres://petstore:s3cret@db/petstore'],
+        'serve takes no --database-url option; set the DATABASE_URL environment variable: "DATABASE_URL=… petstore serve"',
+      ],
+      // Options named as no setting: the usual message.
+      [['--frobnicate'], 'unknown option "--frobnicate"'],
+      [['-p', '9000'], 'unknown option "-p"'],
+    ]
+    await Promise.all(
+      cases.map(async ([args, message]) => {
+        const result = await runMain(['serve', ...args], env)
+        assert.equal(result.code, 2, args.join(' '))
+        assert.equal(result.stdout, '')
+        assert.equal(
+          result.stderr,
+          `petstore: ${message}\nRun "petstore serve --help" for usage.\n`,
+          args.join(' '),
+        )
+      }),
+    )
+  })
+
   test('a database that cannot be opened or reached stops the start with one line, exit 1', async () => {
     const notADatabase = join(dir.path, 'not-a-database.db')
     await writeFile(notADatabase, 'these bytes are not a SQLite database, not even its header')

@@ -7,7 +7,13 @@
 import { readFile } from 'node:fs/promises'
 import { createServer, isIP, type ListenOptions } from 'node:net'
 import { availableParallelism } from 'node:os'
-import { type Config, ConfigError, loadConfig, type SideListener } from '../config.ts'
+import {
+  type Config,
+  ConfigError,
+  configDefaults,
+  loadConfig,
+  type SideListener,
+} from '../config.ts'
 import { isKeyId } from '../contract/api-key.ts'
 import { issueApiKey } from '../keys/issue.ts'
 import type { SideListenError } from '../observability/side-listener.ts'
@@ -17,7 +23,7 @@ import { type Store, StoreOpenError, StoreUnavailableError } from '../store/stor
 import { type CliIo, processIo } from './io.ts'
 import { PETS_HELP } from './pets-help.ts'
 import { formatTable } from './table.ts'
-import { CommandError, parse, UsageError } from './usage.ts'
+import { CommandError, parse, type UnknownOption, UsageError } from './usage.ts'
 
 const OVERVIEW = `Usage: petstore <command> [options]
 
@@ -117,7 +123,7 @@ async function serveCommand(args: string[]): Promise<Run> {
     import('../process/shutdown.ts'),
     import('node:cluster'),
   ])
-  const { values } = parse({ args, options: { workers: { type: 'string' } } })
+  const { values } = parse({ args, options: { workers: { type: 'string' } } }, settingHint)
   const raw = values.workers?.trim()
   let workers: number | undefined
   if (raw === 'auto') workers = Math.min(availableParallelism(), MAX_WORKERS)
@@ -156,6 +162,22 @@ async function serveCommand(args: string[]): Promise<Run> {
       throw failure === undefined ? err : new CommandError(failure)
     }
   }
+}
+
+/**
+ * `serve --port 9000`: the service's settings come from the environment only (config.ts). An
+ * unknown option named as one of its variables, in upper snake case with or without PETSTORE_
+ * (`--port` PORT, `--log-level` LOG_LEVEL, `--rate-limit` PETSTORE_RATE_LIMIT), is answered
+ * with the variable to set. The value given is repeated in the example only when it is plainly
+ * harmless to show: a DATABASE_URL may hold a password.
+ */
+function settingHint({ rawName, value }: UnknownOption): string | undefined {
+  if (!rawName.startsWith('--')) return undefined
+  const name = rawName.slice(2).toUpperCase().replaceAll('-', '_')
+  const variable = [name, `PETSTORE_${name}`].find((known) => Object.hasOwn(configDefaults, known))
+  if (variable === undefined) return undefined
+  const example = value !== undefined && /^[\w.:/-]{1,100}$/.test(value) ? value : '…'
+  return `serve takes no ${rawName} option; set the ${variable} environment variable: "${variable}=${example} petstore serve"`
 }
 
 /**
