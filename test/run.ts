@@ -12,6 +12,9 @@
 // Where no PostgreSQL is reachable, the PostgreSQL runs are replaced by one plain line and do not
 // fail the run, unless PETSTORE_REQUIRE_POSTGRES=1 (CI), which makes it fail. Without PgBouncer
 // its run is one plain line, or a failure with PETSTORE_REQUIRE_PGBOUNCER=1 (CI).
+//
+// The last line printed is the totals over every `node --test` run (test/summary.ts), with any
+// run that failed without its counts saying so (one that crashed before it reported) named.
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { globSync } from 'node:fs'
@@ -25,6 +28,11 @@ import {
   startPgBouncer,
 } from './helpers/pgbouncer.ts'
 import { POSTGRES_REQUIRED, postgresReachable, unreachableLine } from './helpers/postgres.ts'
+import { parseCounts, type RunReport, totalLine } from './summary.ts'
+
+const started = performance.now()
+/** Each `node --test` run's counts, as it ends: the last line adds them up. */
+const reports: RunReport[] = []
 
 const forwarded = process.argv.slice(2)
 
@@ -59,8 +67,13 @@ interface RunOptions {
   keep?: boolean
 }
 
-/** One `node --test` run; `shared` runs every file in one process (`--test-isolation=none`). */
+/**
+ * One `node --test` run, `name`d in the last line if it fails without saying so; `shared` runs
+ * every file in one process (`--test-isolation=none`). Its output is read as it comes, for its
+ * counts, and passed on unless it is kept.
+ */
 async function nodeTest(
+  name: string,
   testFiles: string[],
   runEnv: NodeJS.ProcessEnv,
   { concurrency = 1, keep = false, shared = false }: RunOptions & { shared?: boolean },
@@ -75,16 +88,24 @@ async function nodeTest(
       ...forwarded,
       ...testFiles,
     ],
-    { env: runEnv, stdio: keep ? ['ignore', 'pipe', 'pipe'] : 'inherit' },
+    { env: runEnv, stdio: ['ignore', 'pipe', 'pipe'] },
   )
+  // Decoded as a stream: a character split between two chunks (ℹ is three bytes) stays whole.
+  child.stdout.setEncoding('utf8')
+  child.stderr.setEncoding('utf8')
   let output = ''
-  child.stdout?.on('data', (chunk) => {
-    output += chunk
+  let stdout = ''
+  child.stdout.on('data', (chunk) => {
+    stdout += chunk
+    if (keep) output += chunk
+    else process.stdout.write(chunk)
   })
-  child.stderr?.on('data', (chunk) => {
-    output += chunk
+  child.stderr.on('data', (chunk) => {
+    if (keep) output += chunk
+    else process.stderr.write(chunk)
   })
-  const [code] = await once(child, 'close')
+  const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null]
+  reports.push({ name, code, signal, counts: parseCounts(stdout) })
   return { ok: code === 0, output }
 }
 
@@ -94,6 +115,7 @@ async function nodeTest(
  * after the isolated part's, so that the two do not interleave.
  */
 async function engineRun(
+  name: string,
   testFiles: string[],
   runEnv: NodeJS.ProcessEnv,
   { concurrency = 1, keep = false }: RunOptions = {},
@@ -101,12 +123,14 @@ async function engineRun(
   const isolated = new Set(files(ISOLATED))
   const [shared, alone] = await Promise.all([
     nodeTest(
+      `${name} shared process`,
       testFiles.filter((file) => !isolated.has(file)),
       runEnv,
       { shared: true, keep: true },
     ),
     // In ISOLATED's order, longest first.
     nodeTest(
+      `${name} isolated files`,
       ISOLATED.filter((file) => testFiles.includes(file)),
       runEnv,
       { concurrency, keep },
@@ -123,6 +147,7 @@ async function pgbouncerRun(): Promise<RunResult> {
   const bouncer = await startPgBouncer({ poolSize: PGBOUNCER_POOL_SIZE })
   try {
     return await engineRun(
+      'PgBouncer',
       files(PGBOUNCER_RUN),
       { ...postgresEnv, PETSTORE_TEST_PGBOUNCER: `127.0.0.1:${bouncer.port}` },
       { keep: true },
@@ -142,7 +167,7 @@ const withPgbouncer = reachable && pgbouncerBinary() !== undefined
 const postgresRuns = reachable
   ? (async () => {
       const [direct, behindPgbouncer] = await Promise.all([
-        engineRun(files(POSTGRES_RUN), postgresEnv, { keep: true }),
+        engineRun('PostgreSQL', files(POSTGRES_RUN), postgresEnv, { keep: true }),
         withPgbouncer ? pgbouncerRun() : undefined,
       ])
       return { direct, behindPgbouncer }
@@ -151,11 +176,13 @@ const postgresRuns = reachable
 
 console.log('== SQLite: every test')
 const sqliteOk = (
-  await engineRun(files(['test/**/*.test.ts'], POSTGRES_ONLY), env, { concurrency: 2 })
+  await engineRun('SQLite', files(['test/**/*.test.ts'], POSTGRES_ONLY), env, { concurrency: 2 })
 ).ok
 
 let postgresOk = true
 let pgbouncerOk = true
+/** A required database that was missing: a failure no run counts. */
+const missing: string[] = []
 if (postgresRuns !== undefined) {
   const { direct, behindPgbouncer } = await postgresRuns
   console.log('== PostgreSQL: store contract, engine-dependent HTTP behaviour, scale')
@@ -168,14 +195,17 @@ if (postgresRuns !== undefined) {
   } else if (PGBOUNCER_REQUIRED) {
     console.log(`${absentLine()}; PETSTORE_REQUIRE_PGBOUNCER=1 makes that a failure`)
     pgbouncerOk = false
+    missing.push('no PgBouncer run (PETSTORE_REQUIRE_PGBOUNCER=1)')
   } else {
     console.log(absentLine())
   }
 } else if (POSTGRES_REQUIRED) {
   console.log(`${unreachableLine()}; PETSTORE_REQUIRE_POSTGRES=1 makes that a failure`)
   postgresOk = false
+  missing.push('no PostgreSQL runs (PETSTORE_REQUIRE_POSTGRES=1)')
 } else {
   console.log(unreachableLine())
 }
 
+console.log(totalLine(reports, performance.now() - started, missing))
 process.exitCode = sqliteOk && postgresOk && pgbouncerOk ? 0 : 1
