@@ -119,6 +119,17 @@ const TSCONFIG_BUNDLER = {
   files: ['browser.ts'],
 }
 
+/** The first `lang` code block in `heading`'s section of `markdown`, as written. */
+function codeBlock(markdown: string, heading: string, lang: string): string {
+  const start = markdown.indexOf(`\n${heading}\n`)
+  assert.ok(start >= 0, `a "${heading}" section`)
+  const end = markdown.indexOf('\n## ', start + 1)
+  const section = markdown.slice(start, end < 0 ? undefined : end)
+  const block = new RegExp(`\`\`\`${lang}\n([\\s\\S]*?)\`\`\``).exec(section)?.[1]
+  assert.ok(block, `a ${lang} block in "${heading}"`)
+  return block
+}
+
 /** The commands of the first `sh` block in `heading`'s section, comments and blank lines left out. */
 function shellCommands(markdown: string, heading: string): string[] {
   const start = markdown.indexOf(`\n${heading}\n`)
@@ -316,6 +327,34 @@ describe('the packed client, installed into a new project', { timeout: 60_000 },
   })
 
   const nodes = [process.execPath, ...(existsSync(SYSTEM_NODE) ? [SYSTEM_NODE] : [])]
+  // The main README's example as written, as `example.mjs` on every Node.js the package supports
+  // and as `example.mts` on this one, which strips its types; both in a folder whose package.json
+  // says nothing of ES modules, as a new `npm init -y` project's says nothing.
+  const examples = [
+    ...nodes.map((node) => ({ node, file: 'example.mjs' })),
+    { node: process.execPath, file: 'example.mts' },
+  ]
+  for (const { node, file } of examples) {
+    test(`README's example runs as written: ${file} on ${node}`, async () => {
+      const readme = await readFile(join(ROOT, 'README.md'), 'utf8')
+      const fresh = join(project, 'fresh')
+      await mkdir(fresh, { recursive: true })
+      await writeFile(
+        join(fresh, 'package.json'),
+        JSON.stringify({ name: 'fresh', version: '1.0.0' }),
+      )
+      // Inside the project: `petstore-client` resolves from its node_modules.
+      await writeFile(join(fresh, file), codeBlock(readme, '## Client SDK', 'js'))
+      const { stdout } = await run(node, [file], {
+        cwd: fresh,
+        env: { PETSTORE_URL: `${server.url}/v1`, PETSTORE_API_KEY: server.key },
+      })
+      const created = /^created (\d+) Rex$/m.exec(stdout)
+      assert.ok(created, stdout)
+      assert.match(stdout, new RegExp(`^${created[1]} Rex$`, 'm'), 'listed, every page')
+    })
+  }
+
   for (const node of nodes) {
     test(`runs: create, list, get and an error, on ${node}`, async () => {
       if (!existsSync(join(project, 'out', 'main.js'))) {
