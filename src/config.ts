@@ -122,7 +122,7 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>
 
-/** The variables, their defaults and meaning; the README's table is written from this. */
+/** The variables, their defaults and meaning; docs/configuration.md's table is checked against this. */
 export const configDefaults = {
   PORT: '8080',
   HOST: '127.0.0.1',

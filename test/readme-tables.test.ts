@@ -1,5 +1,6 @@
-// The README's Configuration and "Limits and rules" tables against the code, as the error table
-// is checked against the catalog (openapi.test.ts): every variable loadConfig reads is listed,
+// The Configuration table (docs/configuration.md) and the README's "Limits and rules" table
+// against the code, as the error table is checked against the catalog (openapi.test.ts): every
+// variable loadConfig reads is listed,
 // with the default of `configDefaults`, and every range the table states is the one loadConfig
 // enforces (its ends accepted, one past them refused naming the variable). The limits stated
 // are those of src/contract/limits.ts and of the running service, as are the timeouts and sizes
@@ -15,12 +16,16 @@ import { MAX_TARGET_LENGTH } from '../src/http/http-server.ts'
 import { startServer, type TestServer } from './helpers/server.ts'
 
 const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+const configurationPage = await readFile(
+  new URL('../docs/configuration.md', import.meta.url),
+  'utf8',
+)
 
-/** The rows of the first table after `heading`, as trimmed cells, header and rule left out. */
-function tableAfter(heading: string): string[][] {
-  const start = readme.indexOf(`\n${heading}\n`)
-  assert.ok(start >= 0, `the README has a "${heading}" section`)
-  const lines = readme.slice(start).split('\n')
+/** The rows of the first table after `heading` in `page`, as trimmed cells, header and rule left out. */
+function tableAfter(heading: string, page = readme): string[][] {
+  const start = page.indexOf(`\n${heading}\n`)
+  assert.ok(start >= 0, `the page has a "${heading}" section`)
+  const lines = page.slice(start).split('\n')
   const first = lines.findIndex((line) => line.startsWith('|'))
   const end = lines.findIndex((line, i) => i > first && !line.startsWith('|'))
   return lines.slice(first + 2, end).map((line) =>
@@ -77,8 +82,8 @@ function besideFor(name: string, value: string): Record<string, string> {
     : {}
 }
 
-describe("the README's Configuration table", () => {
-  const rows = tableAfter('## Configuration').map(
+describe('the Configuration table (docs/configuration.md)', () => {
+  const rows = tableAfter('## Variables', configurationPage).map(
     ([variable = '', byDefault = '', meaning = '']) => ({
       name: /^`([A-Z_]+)`$/.exec(variable)?.[1] ?? variable,
       byDefault,
