@@ -3,7 +3,7 @@
 // run as the `postgres` user (PostgreSQL refuses to run as root). With
 // `synchronous_standby_names` naming the replica and `synchronous_commit = on`, the primary
 // acknowledges a commit only once the replica has it on disk, so a commit the service
-// acknowledged survives the primary's loss (README "Running a fleet": replication).
+// acknowledged survives the primary's loss (docs/fleet.md: replication).
 //
 // failover() is what an operator does when the primary is gone: stop it immediately (it never
 // comes back), promote the replica, and let the new primary commit alone (it has no standby to

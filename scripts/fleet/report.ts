@@ -1,4 +1,4 @@
-// docs/fleet.md from one run of the fleet harness (run.ts): the fleet, each fault with what the
+// docs/fleet-report.md from one run of the fleet harness (run.ts): the fleet, each fault with what the
 // callers saw, the overload's probes, the totals checked against the database, and whether each
 // thing a fleet must hold, held.
 import type { StoredCheck } from '../../test/helpers/fleet-users.ts'
@@ -152,7 +152,7 @@ export function renderFleet(report: FleetReport): { markdown: string; held: bool
   lines.push('# The fleet, through its faults')
   lines.push('')
   lines.push(
-    'Written by `npm run fleet` (scripts/fleet/run.ts) from its last full run; do not edit by hand. How the fleet is built and run is in the README, "Running a fleet".',
+    'Written by `npm run fleet` (scripts/fleet/run.ts) from its last full run; do not edit by hand. How the fleet is built and run is in [fleet.md](fleet.md).',
   )
   lines.push('')
   lines.push(
@@ -170,7 +170,7 @@ export function renderFleet(report: FleetReport): { markdown: string; held: bool
     `- ${report.setup.instances} instances, \`petstore serve --workers ${report.setup.workers}\` each, load shedding on (D16); Node.js ${report.versions.node}.`,
   )
   lines.push(
-    `- HAProxy with the README's configuration, health-checking \`/readyz\`; ${report.versions.haproxy}.`,
+    `- HAProxy with docs/fleet.md's configuration, health-checking \`/readyz\`; ${report.versions.haproxy}.`,
   )
   lines.push(
     `- ${report.setup.users} users of the SDK (\`petstore-client\`: 2 retries, automatic idempotency keys), each creating a pet, reading it back and paging, for the whole run.`,

@@ -1,13 +1,13 @@
 // npm run fleet: a real fleet on this machine, under the load of our own SDK's users, through
 // the faults operators live through, one after another; then what the database holds is checked
-// against what every caller was told, and docs/fleet.md is written with the figures.
+// against what every caller was told, and docs/fleet-report.md is written with the figures.
 //
 // The fleet, each part started the way the README tells operators to:
 // - PostgreSQL: a private primary and a synchronous streaming replica (postgres-pair.ts);
 // - PgBouncer in transaction mode in front of it (test/helpers/pgbouncer.ts);
 // - Redis for the rate-limit counts (test/helpers/redis-server.ts);
 // - three instances of the service, `serve --workers 2` each, on PgBouncer and Redis;
-// - HAProxy 2.6 with the README's configuration, health-checking /readyz (test/helpers/haproxy.ts);
+// - HAProxy 2.6 with docs/fleet.md's configuration, health-checking /readyz (test/helpers/haproxy.ts);
 // - tracing on (D23), with the default sampler, to an OTLP/HTTP receiver the run starts; one
 //   create is sent with a sampled traceparent after the steady load, and its trace reported.
 // Load: 32 SDK users (test/helpers/fleet-users.ts) creating, getting and paging throughout.
@@ -19,7 +19,7 @@
 // replica promoted, PgBouncer repointed and reloaded), and 2,000 extra connections for 10 s
 // while every instance's /healthz is probed on fresh connections.
 //
-//   npm run fleet                the full run; writes docs/fleet.md (about 2 minutes)
+//   npm run fleet                the full run; writes docs/fleet-report.md (about 2 minutes)
 //   npm run fleet -- --quick     shorter faults and 500 extra connections; writes nothing
 import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -531,7 +531,7 @@ async function main(): Promise<number> {
 
   const { markdown, held } = renderFleet(report)
   console.log(markdown)
-  if (!QUICK) writeFileSync(new URL('../../docs/fleet.md', import.meta.url), markdown)
+  if (!QUICK) writeFileSync(new URL('../../docs/fleet-report.md', import.meta.url), markdown)
   return held ? 0 : 1
 }
 

@@ -1,6 +1,6 @@
 // One create through the whole fleet, traced (D23): a sampled W3C traceparent sent to HAProxy,
 // which passes it on; the instance's spans, its worker's queries through PgBouncer and its Redis
-// calls, collected by an OTLP/HTTP receiver the harness runs, as a tree for docs/fleet.md.
+// calls, collected by an OTLP/HTTP receiver the harness runs, as a tree for docs/fleet-report.md.
 import type { OtlpReceiver, ReceivedSpan } from '../../test/helpers/otlp-receiver.ts'
 import { tracedCreate, traceOf } from '../../test/helpers/otlp-receiver.ts'
 

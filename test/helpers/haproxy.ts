@@ -1,5 +1,5 @@
 // HAProxy for the fleet tests: a private instance in front of a fleet's instances, with the
-// configuration the README gives operators ("Running a fleet"), health-checking /readyz, on a
+// configuration docs/fleet.md gives operators, health-checking /readyz, on a
 // free port, its config in a temp folder, stopped at the end.
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
@@ -32,7 +32,7 @@ export interface Backend {
 }
 
 /**
- * The configuration of "Running a fleet" in the README, for a balancer on `listen` in front of
+ * The configuration of docs/fleet.md, for a balancer on `listen` in front of
  * `servers`. Why each line is there:
  * - `option httpchk GET /readyz`, every 250 ms, out after two failures, each check given 1 s:
  *   an instance that drains (D11: /readyz turns 503 and the listener closes at once) or has lost

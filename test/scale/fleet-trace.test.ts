@@ -1,4 +1,4 @@
-// D23 across a fleet: one create through HAProxy (the README's configuration, which passes the
+// D23 across a fleet: one create through HAProxy (docs/fleet.md's configuration, which passes the
 // caller's `traceparent` on untouched) to one of two instances on PostgreSQL, reached directly
 // or, in the PgBouncer run (test/run.ts), through PgBouncer in transaction mode. The caller's
 // trace holds the instance's server span and the driver's spans of the queries it sent, each

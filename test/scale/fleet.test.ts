@@ -23,9 +23,9 @@ const SETTLE_MS = 700
 
 const skip = (await postgresSkipReason()) ?? haproxySkipReason()
 
-test("README's HAProxy configuration is the one this test runs", () => {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
-  const block = /### Running a fleet[\s\S]*?```haproxy\n([\s\S]*?)```/.exec(readme)?.[1]
+test("docs/fleet.md's HAProxy configuration is the one this test runs", () => {
+  const page = readFileSync(new URL('../../docs/fleet.md', import.meta.url), 'utf8')
+  const block = /```haproxy\n([\s\S]*?)```/.exec(page)?.[1]
   const servers = [11, 12, 13].map((host, i) => ({
     name: `petstore${i + 1}`,
     address: `10.0.0.${host}:8080`,
