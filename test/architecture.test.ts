@@ -1,4 +1,4 @@
-// The layout is part of the design (README "Design"): data flows config → store → http →
+// The layout is part of the design (docs/architecture.md): data flows config → store → http →
 // process, each folder of src/ is one layer and each module holds one concern. These checks keep
 // it so: no import cycle anywhere in src/, every part of src/ imports only from the layers below
 // it, and the client never imports the server's code (D18).
@@ -57,7 +57,7 @@ test('architecture: the cycle finder finds a cycle when there is one', () => {
 })
 
 /**
- * The layers of src/, bottom first (README "Layout"). Each entry of src/ (a folder or a file at
+ * The layers of src/, bottom first (docs/architecture.md, "Layout"). Each entry of src/ (a folder or a file at
  * its top) stands in one layer and imports only from layers below its own, or from itself:
  * the shared words (errors, the clock, the lifecycle), then the contract and the outage log,
  * the configuration, the stores and rate-limit counters, what works on a store (keys,
@@ -157,9 +157,9 @@ test('architecture: the client imports nothing outside client/ (D18)', () => {
   assert.deepEqual(outside, [])
 })
 
-test('architecture: the README layout names every file and folder at the top of src/', () => {
-  const readme = readFileSync('README.md', 'utf8')
-  const layout = readme.slice(readme.indexOf('**Layout.**'))
+test('architecture: the layout in docs/architecture.md names every file and folder at the top of src/', () => {
+  const page = readFileSync('docs/architecture.md', 'utf8')
+  const layout = page.slice(page.indexOf('**Layout.**'))
   const block = layout.slice(
     layout.indexOf('```'),
     layout.indexOf('```', layout.indexOf('```') + 3),
