@@ -1,6 +1,6 @@
 // The error catalog (D4 in docs/decisions.md): every error the service sends has one of these
 // codes, the HTTP status listed beside it, and the body {code, message, status}.
-// The OpenAPI document and the README list exactly these codes; a test keeps them in step. Each
+// The OpenAPI document and docs/api.md list exactly these codes; a test keeps them in step. Each
 // has an example message, as the service words it, for the document's examples.
 
 export const errorCatalog = {

@@ -580,8 +580,13 @@ describe('petstore CLI', () => {
     })
   }
 
-  test("the README's example keys and key IDs have the format the CLI makes", async () => {
-    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+  test('the example keys and key IDs of the README and docs/ have the format the CLI makes', async () => {
+    const pages = ['README.md', 'docs/api.md', 'docs/container.md', 'docs/fleet.md']
+    const readme = (
+      await Promise.all(
+        pages.map((page) => readFile(new URL(`../${page}`, import.meta.url), 'utf8')),
+      )
+    ).join('\n')
     const keys = readme.match(/petstore_(live|staging)_[0-9A-Za-z]+/g) ?? []
     assert.ok(keys.length > 0)
     for (const key of keys) assert.equal(parseApiKey(key).kind, 'structured', key)

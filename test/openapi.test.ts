@@ -294,9 +294,9 @@ describe('components', () => {
     assert.deepStrictEqual(served.components.schemas.Error?.properties?.code?.enum, [...errorCodes])
   })
 
-  test('the README lists exactly these codes, each with its status', async () => {
-    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
-    const section = readme.slice(readme.indexOf('### Errors'), readme.indexOf('### Limits'))
+  test('docs/api.md lists exactly these codes, each with its status', async () => {
+    const page = await readFile(new URL('../docs/api.md', import.meta.url), 'utf8')
+    const section = page.slice(page.indexOf('## Errors'), page.indexOf('## Limits'))
     const rows = [...section.matchAll(/^\| `([a-z_]+)` +\| (\d{3}) +\|/gm)].map(
       ([, code, status]) => [code, Number(status)],
     )

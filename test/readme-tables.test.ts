@@ -1,4 +1,4 @@
-// The Configuration table (docs/configuration.md) and the README's "Limits and rules" table
+// The Configuration table (docs/configuration.md) and the "Limits and rules" table (docs/api.md)
 // against the code, as the error table is checked against the catalog (openapi.test.ts): every
 // variable loadConfig reads is listed,
 // with the default of `configDefaults`, and every range the table states is the one loadConfig
@@ -20,6 +20,7 @@ const configurationPage = await readFile(
   new URL('../docs/configuration.md', import.meta.url),
   'utf8',
 )
+const apiPage = await readFile(new URL('../docs/api.md', import.meta.url), 'utf8')
 
 /** The rows of the first table after `heading` in `page`, as trimmed cells, header and rule left out. */
 function tableAfter(heading: string, page = readme): string[][] {
@@ -160,9 +161,11 @@ describe('the Configuration table (docs/configuration.md)', () => {
   })
 })
 
-describe("the README's Limits and rules table", () => {
+describe('the Limits and rules table (docs/api.md)', () => {
   const rows = new Map(
-    tableAfter('### Limits and rules').map(([what = '', rule = '']) => [what, rule] as const),
+    tableAfter('## Limits and rules', apiPage).map(
+      ([what = '', rule = '']) => [what, rule] as const,
+    ),
   )
   const rule = (what: string): string => {
     const text = rows.get(what)
@@ -219,9 +222,9 @@ describe("the README's Limits and rules table", () => {
   })
 })
 
-describe("the limits the README's Errors table states", () => {
+describe('the limits the Errors table (docs/api.md) states', () => {
   const rows = new Map(
-    tableAfter('### Errors').map(([code = '', , when = '']) => [code, when] as const),
+    tableAfter('## Errors', apiPage).map(([code = '', , when = '']) => [code, when] as const),
   )
   const seconds = (ms: string) => Number(ms) / 1000
 
@@ -247,7 +250,7 @@ describe("the limits the README's Errors table states", () => {
 })
 
 describe("what the README's API section says besides its tables", () => {
-  const api = readme.slice(readme.indexOf('\n## The API\n'), readme.indexOf('\n### Errors\n'))
+  const api = readme.slice(readme.indexOf('\n## The API\n'), readme.indexOf('\n## Client SDK\n'))
   let server: TestServer
 
   before(async () => {

@@ -1,5 +1,5 @@
 // Limits the interface leaves open ("not shown"), chosen here and published in the OpenAPI
-// document and the README. Each is used by the schemas and by the server; nothing repeats them.
+// document and docs/api.md. Each is used by the schemas and by the server; nothing repeats them.
 
 /** listPets page size, as the interface fixes it. */
 export const LIST_LIMIT = { minimum: 1, maximum: 100, default: 20 } as const
