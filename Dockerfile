@@ -1,4 +1,4 @@
-# The Petstore service as an image (D22; README "Container"). `docker build .` and
+# The Petstore service as an image (D22; docs/container.md). `docker build .` and
 # `podman build .` both find this file.
 #
 # BASE is an official Node.js image of the line the project runs on, pinned by tag; pin it by

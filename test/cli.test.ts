@@ -581,7 +581,13 @@ describe('petstore CLI', () => {
   }
 
   test('the example keys and key IDs of the README and docs/ have the format the CLI makes', async () => {
-    const pages = ['README.md', 'docs/api.md', 'docs/container.md', 'docs/fleet.md']
+    const pages = [
+      'README.md',
+      'docs/api.md',
+      'docs/operations.md',
+      'docs/container.md',
+      'docs/fleet.md',
+    ]
     const readme = (
       await Promise.all(
         pages.map((page) => readFile(new URL(`../${page}`, import.meta.url), 'utf8')),

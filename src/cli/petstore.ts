@@ -39,10 +39,10 @@ Commands:
   petstore <command> --help  the command's own help (also: petstore help <command>)
   petstore --version, -v     the version
 
-Configuration comes from the environment (PORT, HOST, DATABASE_URL, PETSTORE_ENV, …); see the
-README. Exit codes: 0 done, 1 failed (one line on stderr says why), 2 wrong usage.`
+Configuration comes from the environment (PORT, HOST, DATABASE_URL, PETSTORE_ENV, …); see
+docs/configuration.md. Exit codes: 0 done, 1 failed (one line on stderr says why), 2 wrong usage.`
 
-const ENVIRONMENT = `Configuration comes from the environment (DATABASE_URL, PETSTORE_ENV, …); see the README.`
+const ENVIRONMENT = `Configuration comes from the environment (DATABASE_URL, PETSTORE_ENV, …); see docs/configuration.md.`
 
 const HELP: Record<Command, string> = {
   serve: `Usage: petstore serve [--workers N|auto]
@@ -57,7 +57,7 @@ Options:
   -h, --help        this help
 
 Configuration comes from the environment (PORT, HOST, DATABASE_URL, PETSTORE_ENV,
-PETSTORE_API_KEYS, PETSTORE_RATE_LIMIT, REDIS_URL, LOG_LEVEL, …); see the README.`,
+PETSTORE_API_KEYS, PETSTORE_RATE_LIMIT, REDIS_URL, LOG_LEVEL, …); see docs/configuration.md.`,
 
   migrate: `Usage: petstore migrate
 
@@ -70,8 +70,8 @@ ${ENVIRONMENT}`,
   backup: `Usage: petstore backup FILE
 
 Copies the SQLite database DATABASE_URL names to FILE, consistently, while the service runs
-and writes. FILE must be new, in a folder that exists. For PostgreSQL use pg_dump (see the
-README's Backups, which also says how to restore).
+and writes. FILE must be new, in a folder that exists. For PostgreSQL use pg_dump (see
+docs/operations.md, Backups, which also says how to restore).
 
 ${ENVIRONMENT}`,
 
@@ -300,7 +300,7 @@ function backupCommand(args: string[]): Run {
   return async (config, io) => {
     if (config.database.engine !== 'sqlite') {
       throw new CommandError(
-        'backup copies a SQLite database; for PostgreSQL use pg_dump (see the README)',
+        'backup copies a SQLite database; for PostgreSQL use pg_dump (see docs/operations.md, Backups)',
       )
     }
     let copied: BackupSummary

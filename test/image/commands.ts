@@ -1,6 +1,6 @@
-// The README's container commands (its "Container" section), as words, and as the same command
+// docs/container.md's container commands (its first sh block), as words, and as the same command
 // for podman on this host (test/image/podman.ts runs them). No process is started here, so the
-// README's shape is checked inside `npm test` (test/readme-container.test.ts).
+// page's shape is checked inside `npm test` (test/readme-container.test.ts).
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -37,16 +37,14 @@ export function words(line: string): string[] {
 }
 
 /**
- * The `docker` commands of the README's "Container" section, from its first `sh` block: the
- * commands an operator types, in order.
+ * The `docker` commands of docs/container.md, from its first `sh` block: the commands an
+ * operator types, in order.
  */
 export function readmeContainerCommands(
-  readme = readFileSync(join(ROOT, 'README.md'), 'utf8'),
+  page = readFileSync(join(ROOT, 'docs', 'container.md'), 'utf8'),
 ): string[][] {
-  const section = readme.split(/^### Container$/m)[1]
-  if (section === undefined) throw new Error('the README has no "### Container" section')
-  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1]
-  if (block === undefined) throw new Error('the README\'s "Container" section has no sh block')
+  const block = /```sh\n([\s\S]*?)```/.exec(page)?.[1]
+  if (block === undefined) throw new Error('docs/container.md has no sh block')
   return block
     .split('\n')
     .map((line) => line.replace(/\s+#.*$/, '').trim())

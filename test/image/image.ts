@@ -1,8 +1,8 @@
-// The image, built and run as an operator would (README "Container", D22), with podman: `npm run
+// The image, built and run as an operator would (docs/container.md, D22), with podman: `npm run
 // test:image`, which .ci/run runs after the suite (it takes minutes; `npm test` does not run it).
 // Where podman is missing it skips with one line, unless PETSTORE_REQUIRE_PODMAN=1 (CI).
 //
-// It runs the README's own `docker` commands through podman (test/image/podman.ts adds only what
+// It runs docs/container.md's own `docker` commands through podman (test/image/podman.ts adds only what
 // this host needs), with the names, the published port and the base replaced: the image is
 // built on a local stand-in for the official Node.js base (test/image/stand-in.ts), since no
 // registry can be reached here. Then, against the running container: no key in its log, a key
@@ -34,7 +34,7 @@ async function podmanMissing(): Promise<string | undefined> {
 }
 const skip = await podmanMissing()
 
-/** The README's names, and this run's. */
+/** docs/container.md's names, and this run's. */
 const id = randomBytes(4).toString('hex')
 const TAG = `localhost/petstore-image-test:${id}`
 const CONTAINER = `petstore-image-test-${id}`
@@ -49,12 +49,12 @@ interface Readme {
   stop: string[]
 }
 
-/** The README's commands with this run's names, port and base; in podman's words. */
+/** docs/container.md's commands with this run's names, port and base; in podman's words. */
 function fromReadme(port: number, base: string): Readme {
   const commands = readmeContainerCommands()
   const find = (sub: string) => {
     const found = commands.find((command) => command[1] === sub)
-    if (found === undefined) throw new Error(`the README's Container block has no docker ${sub}`)
+    if (found === undefined) throw new Error(`docs/container.md's block has no docker ${sub}`)
     return found
   }
   const rename = (word: string) =>
@@ -136,7 +136,7 @@ describe('the container image (D22)', { skip }, () => {
     await podman(['rmi', '--force', TAG])
   })
 
-  it("builds with the README's command; the project's layers are production dependencies only", async () => {
+  it("builds with the documented command; the project's layers are production dependencies only", async () => {
     const started = performance.now()
     await podmanOk(readme.build, 1_800_000)
     log(`built in ${((performance.now() - started) / 1000).toFixed(0)} s`)
@@ -197,7 +197,7 @@ describe('the container image (D22)', { skip }, () => {
     assert.equal(listing.version, `v${NODE_VERSION}`, "the base image's Node.js runs it")
   })
 
-  it("runs with the README's command: read-only root, the volume, no key in its log", async () => {
+  it("runs with the documented command: read-only root, the volume, no key in its log", async () => {
     await podmanOk(readme.run)
     await waitReady(url)
     const logs = await podmanOk(['logs', CONTAINER])
@@ -254,7 +254,7 @@ describe('the container image (D22)', { skip }, () => {
     assert.equal(nowhere.code, 1, 'a port nothing listens on fails the check')
   })
 
-  it("SIGTERM (the README's stop) with creates in flight: exit 0, every 201 kept", async () => {
+  it("SIGTERM (the documented stop) with creates in flight: exit 0, every 201 kept", async () => {
     // Four clients creating one pet after another until the listener closes.
     let stopped = false
     const client = async (n: number) => {

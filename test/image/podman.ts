@@ -1,5 +1,5 @@
-// Podman as this machine can run it (README "Container", D22): root, the vfs storage driver, the
-// runc runtime, cgroupfs, explicit ulimits, chroot isolation for builds. The README's container
+// Podman as this machine can run it (docs/container.md, D22): root, the vfs storage driver, the
+// runc runtime, cgroupfs, explicit ulimits, chroot isolation for builds. docs/container.md's
 // commands are written for `docker`; commands.ts turns one into the same command for podman
 // here, adding only what this host needs.
 import { execFile } from 'node:child_process'

@@ -1,4 +1,4 @@
-// A fleet's short form: three instances on one PostgreSQL database behind HAProxy (the README's
+// A fleet's short form: three instances on one PostgreSQL database behind HAProxy (docs/fleet.md's
 // configuration, health-checking /readyz), under the load of SDK users who create, get and page
 // for the whole test with the client's default retries and automatic idempotency keys. A rolling
 // restart of every instance (SIGTERM, drain, started again on its port, as a deploy does), then

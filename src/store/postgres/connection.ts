@@ -46,7 +46,7 @@ export function connectionConfig(url: string, session: Session): ClientConfig {
     // D19: on a direct connection the timeout is set once, for the session, at no cost per
     // statement. A transaction-mode pooler refuses startup parameters (and would not keep a
     // session's settings): there every request's statement, a single one, has the role's
-    // setting (README, PgBouncer) and query_timeout.
+    // setting (docs/operations.md, PgBouncer) and query_timeout.
     ...(session.pooler === 'none' ? { statement_timeout: session.statementTimeoutMs } : {}),
     query_timeout: session.queryTimeoutMs,
     // TCP keepalive finds connections a silent network has cut while they sit idle in the pool.

@@ -1,8 +1,7 @@
 // Why PostgreSQL would not let the service in, as one line an operator can act on: what is
 // wrong with DATABASE_URL or the server, and what to do. Used where a command first connects
 // (the migrations every command runs first), so that `serve`, `serve --workers`, `migrate` and
-// `keys …` all end with that line and exit 1 instead of a driver's stack (README, "Running in
-// production"). The line never carries the URL's password: only host, port, database and role.
+// `keys …` all end with that line and exit 1 instead of a driver's stack (docs/operations.md). The line never carries the URL's password: only host, port, database and role.
 //
 // The SQLSTATEs are PostgreSQL's connection-time ones (Appendix A of its manual: classes 28,
 // 3D, 42, 53, 55, 57), as the server or a pooler in front of it sends them; the rest are the
