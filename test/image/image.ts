@@ -197,7 +197,7 @@ describe('the container image (D22)', { skip }, () => {
     assert.equal(listing.version, `v${NODE_VERSION}`, "the base image's Node.js runs it")
   })
 
-  it("runs with the documented command: read-only root, the volume, no key in its log", async () => {
+  it('runs with the documented command: read-only root, the volume, no key in its log', async () => {
     await podmanOk(readme.run)
     await waitReady(url)
     const logs = await podmanOk(['logs', CONTAINER])
@@ -254,7 +254,7 @@ describe('the container image (D22)', { skip }, () => {
     assert.equal(nowhere.code, 1, 'a port nothing listens on fails the check')
   })
 
-  it("SIGTERM (the documented stop) with creates in flight: exit 0, every 201 kept", async () => {
+  it('SIGTERM (the documented stop) with creates in flight: exit 0, every 201 kept', async () => {
     // Four clients creating one pet after another until the listener closes.
     let stopped = false
     const client = async (n: number) => {
