@@ -63,10 +63,10 @@ function packageVersion(): string {
  * Ours first; OTEL_RESOURCE_ATTRIBUTES, then OTEL_SERVICE_NAME, override them (the resource
  * detector reads both, as the specification says).
  */
-function resourceOf(config: Pick<Config, 'env'>) {
+function resourceOf(config: Pick<Config, 'env'>, version: string) {
   return resourceFromAttributes({
     'service.name': configDefaults.OTEL_SERVICE_NAME,
-    'service.version': packageVersion(),
+    'service.version': version,
     'deployment.environment.name': config.env,
     'service.instance.id': randomUUID(),
   }).merge(detectResources({ detectors: [envDetector] }))
@@ -80,16 +80,18 @@ function exporterOf(config: TracingConfig) {
 /** Starts tracing for this process and installs its parts; call once, before the app loads. */
 export function startTracing(config: Pick<Config, 'env'>, tracing: TracingConfig): void {
   const { processor, log } = exportPipeline(exporterOf(tracing), tracing)
+  const version = packageVersion()
   const provider = new TracerProvider({
-    resource: resourceOf(config),
+    resource: resourceOf(config, version),
     sampler: samplerOf(tracing),
     spanProcessors: [processor],
   })
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
   propagation.setGlobalPropagator(new W3CTraceContextPropagator())
   trace.setGlobalTracerProvider(provider)
-  // The SDK's own warnings, and errors it would otherwise print, go to the service's log. An
-  // export that fails is said once by the pipeline, not here on every batch.
+  // The SDK's own warnings and errors go to the service's log. Its global error handler is
+  // silenced: what reaches it here is a failed export, on every batch, which the pipeline says
+  // once instead.
   diag.setLogger(
     {
       error: (message) => log.warn({ detail: message }, 'tracing: OpenTelemetry reports an error'),
@@ -117,7 +119,7 @@ export function startTracing(config: Pick<Config, 'env'>, tracing: TracingConfig
       fastifyOtel,
     ],
   })
-  const tracer = provider.getTracer('petstore', packageVersion())
+  const tracer = provider.getTracer('petstore', version)
 
   const parts: Tracing = {
     fastifyOtel: fastifyOtel.plugin(),
