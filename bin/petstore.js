@@ -13,7 +13,7 @@ if (major < 24) {
 }
 const args = process.argv.slice(2)
 
-// Memory (docs/decisions.md, "Memory under load"): V8 lets the young generation grow to 64 MB
+// Memory (D25, docs/decisions/D25-memory-under-load.md): V8 lets the young generation grow to 64 MB
 // (two 32 MB semi-spaces) under load, and a server's garbage is short-lived, so `serve` caps each
 // semi-space at 4 MB: RSS under load 155–176 → 136–145 MB, with no more CPU per request
 // (measured side by side, scripts/bench/ab.ts). V8 reads the flag only when the process starts,

@@ -1,6 +1,6 @@
 // Writes client/src/contract.ts, the client's types (Pet, NewPet, PetStatus, ErrorCode,
 // ErrorBody), from the one definition the server uses: the TypeBox schemas in src/contract/ and
-// the error catalog in src/errors.ts (DESIGN D18: types generated, never written twice). The
+// the error catalog in src/errors.ts (D18: types generated, never written twice). The
 // client cannot import the server's code (it installs without Fastify and TypeBox), so the
 // types are copied as generated source and committed; `.ci/run` regenerates them and fails on
 // drift, like docs/openapi.json.

@@ -1,4 +1,4 @@
-// What compression costs and saves (D17): listPets `limit=100` from the service as an operator
+// What compression costs and saves (D26): listPets `limit=100` from the service as an operator
 // runs it (bin/petstore.js serve, SQLite, metrics on, LOG_LEVEL=warn), asked for with
 // `Accept-Encoding: identity`, `gzip` and `br`, variant by variant within each round so that drift
 // hits all three. Server on one core, the load generator on the other. Prints the medians over the

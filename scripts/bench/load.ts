@@ -23,7 +23,7 @@ export interface Request {
   body?: string
   /** D14: a new Idempotency-Key on every request (never a replay). */
   idempotencyKey?: boolean
-  /** Further request headers (e.g. Accept-Encoding, D17). */
+  /** Further request headers (e.g. Accept-Encoding, D26). */
   headers?: Record<string, string>
 }
 

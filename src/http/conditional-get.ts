@@ -7,7 +7,7 @@ import { CONTENT_CODINGS, codedEtag } from './plugins/compression.ts'
 
 /**
  * The document changes only with the code, so a client revalidates (`no-cache`) and gets a 304
- * while its copy is current, rather than keeping it for a set time (D17).
+ * while its copy is current, rather than keeping it for a set time (D26).
  */
 export const DOCUMENT_CACHE_CONTROL = 'no-cache'
 

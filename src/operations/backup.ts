@@ -1,5 +1,6 @@
-// `petstore backup`, an operations tool above the store (DESIGN: operations apart from the
-// engines): it works on the database file while a service may be using it, never through a Store.
+// `petstore backup`, an operations tool above the store (docs/architecture.md: operations apart
+// from the engines): it works on the database file while a service may be using it, never
+// through a Store.
 import { closeSync, existsSync, linkSync, openSync, rmSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { backup, DatabaseSync } from 'node:sqlite'

@@ -1,9 +1,9 @@
 // `petstore serve --workers N`: N copies of the instance on one port, for the cores of one box
 // (node:cluster; the primary hands each new connection to the next worker in turn).
 //
-// The primary serves nothing itself. It applies the migrations and issues the first-start key
-// once, before any worker exists, so that N workers never race to migrate or to print keys
-// (D3). Then it forks the workers, replaces one that dies, and on SIGTERM/SIGINT asks each to
+// The primary serves nothing itself. It applies the migrations before any worker exists, and
+// issues the first-start key once every worker has bound its ports, so that N workers never race
+// to migrate or to print keys (D3). Then it forks the workers, replaces one that dies, and on SIGTERM/SIGINT asks each to
 // drain as a lone `serve` would (D11) and exits 0 once they all have.
 //
 // The primary asks by IPC message rather than by sending the signal on: a terminal's Ctrl-C

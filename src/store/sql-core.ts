@@ -52,7 +52,7 @@ export async function runMigrations(
   }
 }
 
-/** A Pet from its columns: the schema's keys in its order, `status` left out when null (D5). */
+/** A Pet from its columns: the schema's keys in its order, `status` left out when null (D6). */
 export function petOf(id: number, name: string, categoryId: number, status: PetStatus | null): Pet {
   const pet: Pet = { id, name, categoryId }
   if (status !== null) pet.status = status

@@ -1,4 +1,4 @@
-// D17: gzip and brotli where the client accepts them, for successful bodies over about 1 KiB;
+// D26: gzip and brotli where the client accepts them, for successful bodies over about 1 KiB;
 // ETags and 304s for the OpenAPI document and the /docs files, and cache headers that let
 // browsers keep the files. Over node:http, which sends exactly the headers given and hands back
 // the bytes as sent (fetch adds Accept-Encoding and decodes by itself).
@@ -52,7 +52,7 @@ function decoded(answer: Answer): string {
   return answer.body.toString('utf8')
 }
 
-describe('compression and caching (D17)', () => {
+describe('compression and caching (D26)', () => {
   let server: TestServer
 
   before(async () => {

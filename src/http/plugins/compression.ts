@@ -1,4 +1,4 @@
-// D17: gzip and brotli for successful answers over about 1 KiB, when the client accepts them
+// D26: gzip and brotli for successful answers over about 1 KiB, when the client accepts them
 // (RFC 9110 §12.5.3), through the ecosystem's plugin, @fastify/compress. Register it before any
 // route: it attaches itself to each route as the route is added.
 import { constants } from 'node:zlib'
@@ -10,7 +10,7 @@ import fp from 'fastify-plugin'
 export const COMPRESSION_THRESHOLD_BYTES = 1024
 
 /**
- * Brotli at quality 3 (D17). zlib's default, 11, is made for files compressed once and costs a
+ * Brotli at quality 3 (D26). zlib's default, 11, is made for files compressed once and costs a
  * request two hundred times what 3 does on a list of 100 pets; 3 costs what gzip does and is
  * smaller; 4 (the plugin's choice) saves a few per cent more for half as much CPU again
  * (scripts/bench/compression.ts; docs/benchmarks.md, "Measurements behind choices in the code").

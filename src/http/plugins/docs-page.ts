@@ -1,7 +1,7 @@
 // The interactive reference at /docs: swagger-ui from local assets (no CDN), under its own CSP,
 // titled as ours. Its files change only with a build, so the page names them with a version
 // (`?v=<hash of what they are made from>`) that browsers may keep for a year, and the page
-// itself and the document are revalidated with their ETags (D17).
+// itself and the document are revalidated with their ETags (D26).
 import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'

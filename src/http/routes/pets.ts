@@ -90,7 +90,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (
   app.post(
     '/pets',
     {
-      // One pet's body is always under the compression threshold (D17), so the plugin's hooks
+      // One pet's body is always under the compression threshold (D26), so the plugin's hooks
       // are not attached at all; test/http/compression.test.ts checks the largest one.
       compress: false,
       schema: {

@@ -105,7 +105,7 @@ export function startTracing(config: Pick<Config, 'env'>, tracing: TracingConfig
   setGlobalErrorHandler(() => {})
 
   // The request's span only: a span per hook and handler would cost more than it shows. No
-  // exception events: a 4xx is an answer, and a 5xx's cause is in the log (D16).
+  // exception events: a 4xx is an answer, and a 5xx's cause is in the log (D4).
   const fastifyOtel = new FastifyOtelInstrumentation({
     instrumentHooks: false,
     instrumentHandler: false,
