@@ -36,6 +36,13 @@ export interface Config {
   apiKeys: readonly string[]
   /** Requests a minute per key; 0 turns rate limiting off. */
   rateLimit: number
+  /**
+   * D3: failed authentications a minute from one client address before that address's requests
+   * without a known valid key get 429 without asking the store; 0 turns the limit off.
+   */
+  authFailureLimit: number
+  /** D3: how long a key verified (or refused) by the store is believed without asking again (ms); 0: always ask. */
+  keyCacheMs: number
   logLevel: LogLevel
   /** Browser origins allowed by CORS; empty turns CORS off (D13). */
   corsOrigins: readonly string[]
@@ -44,7 +51,10 @@ export interface Config {
    * address is read from `X-Forwarded-For` only as far back as these hops; empty: the peer's.
    */
   trustedProxies: readonly string[]
-  /** Where instances share rate-limit counters (D12); undefined keeps them in this process. */
+  /**
+   * Where instances share rate-limit and failed-authentication counters (D12, D3); undefined
+   * keeps them in this process.
+   */
   redis: RedisSettings | undefined
   /** D16: the event loop delay (ms) past which requests are shed with 503; 0 turns it off. */
   maxEventLoopDelayMs: number
@@ -131,6 +141,8 @@ export const configDefaults = {
   DATABASE_POOLER: 'none',
   PETSTORE_ENV: 'production',
   PETSTORE_RATE_LIMIT: '600',
+  PETSTORE_AUTH_FAILURE_LIMIT: '30',
+  PETSTORE_KEY_CACHE_MS: '1000',
   PETSTORE_REDIS_PREFIX: 'petstore:',
   LOG_LEVEL: 'info',
   PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '200',
@@ -500,6 +512,13 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     env: deployment,
     apiKeys: Object.freeze(parseApiKeys(env, deployment)),
     rateLimit: integer('PETSTORE_RATE_LIMIT', read(env, 'PETSTORE_RATE_LIMIT'), 0, 1_000_000),
+    authFailureLimit: integer(
+      'PETSTORE_AUTH_FAILURE_LIMIT',
+      read(env, 'PETSTORE_AUTH_FAILURE_LIMIT'),
+      0,
+      1_000_000,
+    ),
+    keyCacheMs: integer('PETSTORE_KEY_CACHE_MS', read(env, 'PETSTORE_KEY_CACHE_MS'), 0, 300_000),
     logLevel: oneOf('LOG_LEVEL', read(env, 'LOG_LEVEL'), LOG_LEVELS),
     corsOrigins: Object.freeze(parseOrigins(env)),
     trustedProxies: Object.freeze(parseTrustedProxies(env)),

@@ -66,7 +66,8 @@ export const errorCatalog = {
   rate_limited: {
     status: 429,
     example: 'this API key has used its 600 requests for this minute; retry in 42 s',
-    summary: 'The key has used its request budget for this window; see `Retry-After`.',
+    summary:
+      'The key has used its request budget for this window, or the client address its failed authentications; see `Retry-After`.',
   },
   header_fields_too_large: {
     status: 431,

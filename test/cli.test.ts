@@ -10,6 +10,7 @@ import { chmod, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promis
 import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import { setTimeout as delay } from 'node:timers/promises'
 import { parseApiKey } from '../src/contract/api-key.ts'
 import { runMain } from './helpers/in-process.ts'
 import { type LogLine, logLines } from './helpers/logs.ts'
@@ -36,7 +37,7 @@ describe('petstore CLI', () => {
     assert.match(second.stdout, /up to date/)
   })
 
-  test('keys create prints the key once; it works on all three operations; revoke stops it', async () => {
+  test('keys create prints the key once; it works on all three operations; revoke stops it within the bound', async () => {
     const created = await runCli(['keys', 'create', '--name', 'ops team'], env)
     assert.equal(created.code, 0, created.stderr)
     const key = created.stdout.trim()
@@ -49,7 +50,8 @@ describe('petstore CLI', () => {
     assert.match(listed.stdout, new RegExp(`${id}\\s+ops team\\s+petstore_live_…${key.slice(-4)}`))
     assert.ok(!listed.stdout.includes(key), 'keys list never shows a key')
 
-    const service = await startService(env)
+    const keyCacheMs = 300
+    const service = await startService({ ...env, PETSTORE_KEY_CACHE_MS: String(keyCacheMs) })
     try {
       const auth = { authorization: `Bearer ${key}` }
       const made = await fetch(`${service.url}/v1/pets`, {
@@ -64,6 +66,9 @@ describe('petstore CLI', () => {
 
       const revoked = await runCli(['keys', 'revoke', id], env)
       assert.equal(revoked.code, 0, revoked.stderr)
+      // D3: every answer the service believes was asked of the store before the revocation
+      // committed, so once PETSTORE_KEY_CACHE_MS has passed since then, the key is refused.
+      await delay(keyCacheMs)
       assert.equal((await fetch(`${service.url}/v1/pets`, { headers: auth })).status, 401)
     } finally {
       assert.equal(await service.stop(), 0)

@@ -48,6 +48,7 @@ export const ISOLATED = [
   'test/cluster.test.ts',
   'test/tracing.test.ts',
   'test/scale/fleet-trace.test.ts',
+  'test/scale/auth-fleet.test.ts',
   'test/store/sqlite-lock.test.ts',
   'test/scale/idempotency.test.ts',
   'test/scale/connection-loss.test.ts',
@@ -70,5 +71,6 @@ export const PGBOUNCER_RUN = [
   'test/scale/instances.test.ts',
   'test/scale/fleet.test.ts',
   'test/scale/fleet-trace.test.ts',
+  'test/scale/auth-fleet.test.ts',
   'test/scale/connection-loss.test.ts',
 ]

@@ -54,7 +54,7 @@ export interface Pet {
  * - `uri_too_long` (414): The request target (path and query) is too long.
  * - `unsupported_media_type` (415): The request body is not `application/json`, or its `charset` is not UTF-8.
  * - `idempotency_key_reused` (422): This `Idempotency-Key` was used by this API key with another request body.
- * - `rate_limited` (429): The key has used its request budget for this window; see `Retry-After`.
+ * - `rate_limited` (429): The key has used its request budget for this window, or the client address its failed authentications; see `Retry-After`.
  * - `header_fields_too_large` (431): The request headers are larger than the limit; the connection is closed.
  * - `internal_error` (500): An unexpected fault; the details are only in the logs.
  * - `unavailable` (503): The service is overloaded, shutting down or its database is unreachable; retry later (`Retry-After`).

@@ -122,6 +122,9 @@ async function buildFleet(): Promise<Fleet> {
         // Counted in Redis, never reached: the users share one key.
         PETSTORE_RATE_LIMIT: '1000000',
         PETSTORE_API_KEYS: key,
+        // HAProxy's address: the client address logged and counted for failed
+        // authentications is read from its X-Forwarded-For (D3, D8).
+        PETSTORE_TRUSTED_PROXIES: '127.0.0.1',
         PORT: String(ports[i]),
         PROBE_PORT: String(probePorts[i]),
         // Load shedding as shipped (D16); the tests' services run without it.

@@ -33,7 +33,7 @@ Commands:
   backup FILE                copy the SQLite database to FILE while the service runs
   keys create --name NAME    create an API key; it is printed once and never again
   keys list [--json]         list keys: id, name, hint, created, state
-  keys revoke ID             revoke a key; requests with it get 401 from then on
+  keys revoke ID             revoke a key; requests with it get 401 within PETSTORE_KEY_CACHE_MS
   pets list|add|get          call a running service's API (PETSTORE_URL, PETSTORE_API_KEY)
 
   petstore <command> --help  the command's own help (also: petstore help <command>)
@@ -84,7 +84,7 @@ ${ENVIRONMENT}`,
   list [--json]       list the keys: ID, name, hint (prefix…last 4), created, state; --json
                       prints them as a JSON array, each key with its "state".
   revoke ID           revoke the key with that ID (from keys list): every instance answers
-                      401 to it from its next request on.
+                      401 to it within PETSTORE_KEY_CACHE_MS (1 s by default).
 
 Keys are kept in the database DATABASE_URL names; they are made for PETSTORE_ENV
 (production: petstore_live_…, staging: petstore_staging_…). ${ENVIRONMENT}`,

@@ -30,7 +30,7 @@ ${errorTable}
 
 **Limits.** \`limit\` is ${LIST_LIMIT.minimum}–${LIST_LIMIT.maximum} (default ${LIST_LIMIT.default}). \`name\` is at most ${NAME_MAX_LENGTH} characters. \`id\` and \`categoryId\` are int64 on the wire, accepted from 1 to ${MAX_ID} (2^53 − 1) so that no JSON client loses precision; larger values are refused, never rounded. Request bodies are at most ${BODY_LIMIT_BYTES} bytes of UTF-8 JSON (RFC 8259 §8.1): bytes that are not UTF-8 are a 400 naming where, a \`charset\` other than UTF-8 is a 415, and an object key given twice (at any depth, however escaped) is a 400 naming it. Unknown query parameters and unknown body fields are refused, and the 400 names every one.
 
-**Rate limits.** Each API key has a budget of requests per minute, stated on every response in the \`RateLimit-Policy\` and \`RateLimit\` fields (draft-ietf-httpapi-ratelimit-headers-10). Past it: 429 \`rate_limited\` with \`Retry-After\`.
+**Rate limits.** Each API key has a budget of requests per minute, stated on every response in the \`RateLimit-Policy\` and \`RateLimit\` fields (draft-ietf-httpapi-ratelimit-headers-10). Past it: 429 \`rate_limited\` with \`Retry-After\`. Failed authentications are limited per client address too (a deployment setting, a few dozen a minute by default): past that, the address's requests get 429 \`rate_limited\` with \`Retry-After\` and the \`"auth-failures"\` policy in the same fields until the minute ends, unless they carry a key the service has already seen valid.
 
 **Deprecation.** getPet is deprecated and will be removed on ${GET_PET_SUNSET_AT.toUTCString()}; its responses carry \`Deprecation\`, \`Sunset\` and \`Link\` headers, and after that instant it answers 410 \`gone\`. Use listPets with the \`status\` filter instead.
 

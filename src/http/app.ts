@@ -10,9 +10,11 @@ import type { KeyVerifier } from '../keys/verifier.ts'
 import type { Lifecycle } from '../lifecycle.ts'
 import type { Metrics } from '../observability/metrics.ts'
 import type { Tracing } from '../observability/tracing/installed.ts'
+import { AuthFailureLimit } from '../rate-limit/auth-failures.ts'
 import { MemoryWindowCounter, type WindowCounter } from '../rate-limit/counter.ts'
 import { IdempotencyPurge } from '../store/idempotency-purge.ts'
 import type { Store } from '../store/store.ts'
+import type { AuthFailureOptions } from './plugins/auth.ts'
 import { compression } from './plugins/compression.ts'
 import { draining } from './plugins/draining.ts'
 import { errorHandling, frameworkErrors, methodNotAllowed } from './plugins/errors.ts'
@@ -33,11 +35,13 @@ import { formatValidationErrors, validatorCompiler } from './validation.ts'
 export interface AppParts {
   /** Without idempotencyTtlSeconds, Idempotency-Key records live 24 hours (D14). */
   config: Pick<Config, 'rateLimit' | 'corsOrigins'> &
-    Partial<Pick<Config, 'idempotencyTtlSeconds' | 'trustedProxies'>>
+    Partial<Pick<Config, 'idempotencyTtlSeconds' | 'trustedProxies' | 'authFailureLimit'>>
   store: Store
-  verify: KeyVerifier
+  verifier: KeyVerifier
   clock?: Clock
   rateLimitCounter?: WindowCounter
+  /** D3: failed authentications per address, counted in memory unless given (Redis's). */
+  authFailureCounter?: WindowCounter
   lifecycle?: Lifecycle
   /** D16: off unless given; compose.ts passes PETSTORE_MAX_EVENT_LOOP_DELAY_MS. */
   loadShedding?: Omit<LoadSheddingOptions, 'exempt'>
@@ -55,7 +59,7 @@ export interface AppParts {
 }
 
 export async function buildApp(parts: AppParts) {
-  const { config, store, verify } = parts
+  const { config, store, verifier } = parts
   const clock = parts.clock ?? systemClock
   const lifecycle = parts.lifecycle ?? { draining: false }
   const idempotencyTtlSeconds = config.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_DEFAULT_SECONDS
@@ -131,9 +135,10 @@ export async function buildApp(parts: AppParts) {
     clock,
     ...(metrics ? { observer: metrics.rateLimit } : {}),
   })
+  const authFailures = authFailureLimit(config.authFailureLimit ?? 0, parts, clock, metrics)
   await app.register(
     async (api) => {
-      await api.register(operations, { verify, clock, rateLimit })
+      await api.register(operations, { verifier, authFailures, clock, rateLimit })
       await api.register(petRoutes, { store, clock, idempotencyTtlSeconds })
     },
     { prefix: '/v1' },
@@ -150,4 +155,26 @@ export async function buildApp(parts: AppParts) {
   app.addHook('onReady', async () => purge.start())
   app.addHook('preClose', () => purge.stop())
   return app
+}
+
+/**
+ * D3: failed authentications a minute per client address, or undefined when the limit is 0. In
+ * memory a count is kept for at most 100,000 addresses a minute (rate-limit/counter.ts).
+ */
+function authFailureLimit(
+  limit: number,
+  parts: Pick<AppParts, 'authFailureCounter'>,
+  clock: Clock,
+  metrics: Metrics | undefined,
+): AuthFailureOptions | undefined {
+  if (limit === 0) return undefined
+  return {
+    limit: new AuthFailureLimit({
+      limit,
+      windowSeconds: 60,
+      counter: parts.authFailureCounter ?? new MemoryWindowCounter(100_000),
+      clock,
+    }),
+    ...(metrics ? { observer: metrics.authFailures } : {}),
+  }
 }

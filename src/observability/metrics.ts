@@ -14,7 +14,7 @@ import {
   Histogram,
   Registry,
 } from 'prom-client'
-import type { PoolStats, StoreObserver } from '../store/store.ts'
+import type { KeyLookupObserver, PoolStats, StoreObserver } from '../store/store.ts'
 import type { Scrape } from './metrics-server.ts'
 import { RequestDurations } from './request-durations.ts'
 
@@ -33,10 +33,19 @@ export interface RateLimitObserver {
   failingOpen(failing: boolean): void
 }
 
+/** What the failed-authentication limit reports (plugins/auth.ts, D3). */
+export interface AuthFailureObserver {
+  /** A request from an address over its limit was refused 429. */
+  refused(): void
+}
+
 export interface Metrics {
   readonly registry: Registry
   readonly store: StoreObserver
   readonly rateLimit: RateLimitObserver
+  readonly authFailures: AuthFailureObserver
+  /** D3: each question about a key's hash the store was asked (keys/verifier.ts). */
+  readonly keyLookups: KeyLookupObserver
   /** One finished request: its labels as observed, its duration in seconds. */
   request(method: string, route: string, status: number, seconds: number): void
   /** Load shedding's running count (plugins/load-shedding.ts), read at each scrape. */
@@ -98,6 +107,19 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     aggregator: 'max',
     registers,
   })
+  const addressesRefused = new Counter({
+    name: 'petstore_auth_failure_limited_total',
+    help: 'Requests refused 429 because their client address reached its limit of failed authentications.',
+    registers,
+  })
+  const keyLookups = new Counter({
+    name: 'petstore_api_key_lookups_total',
+    help: 'API keys looked up in the store by hash (those memory could not answer), by whether one was active.',
+    labelNames: ['result'],
+    registers,
+  })
+  const activeLookups = keyLookups.labels('active')
+  const unknownLookups = keyLookups.labels('unknown')
   let shedCount = () => 0
   new Counter({
     name: 'petstore_load_shed_total',
@@ -147,6 +169,10 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     rateLimit: {
       limited: () => rateLimited.inc(),
       failingOpen: (failing) => failOpen.set(failing ? 1 : 0),
+    },
+    authFailures: { refused: () => addressesRefused.inc() },
+    keyLookups: {
+      lookedUp: (active) => (active ? activeLookups : unknownLookups).inc(),
     },
     request(method, route, status, seconds) {
       durations.observe(method, route, status, seconds)

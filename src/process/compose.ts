@@ -22,6 +22,8 @@ export interface OwnParts {
   lifecycle?: Lifecycle
   /** D12: counted in memory unless given (instance.ts gives Redis's when REDIS_URL is set). */
   rateLimitCounter?: WindowCounter
+  /** D3: failed authentications per address; in memory unless given, like rateLimitCounter. */
+  authFailureCounter?: WindowCounter
   /** D17: no figures are taken unless given. */
   metrics?: Metrics
   /** D23: no spans are made unless given (instance.ts gives them when tracing is on). */
@@ -44,10 +46,13 @@ export function composeApp(
   return buildApp({
     config,
     store,
-    verify: createKeyVerifier({
+    verifier: createKeyVerifier({
       env: config.env,
       apiKeys: store.apiKeys,
       bootstrapKeys: config.apiKeys,
+      cacheMs: config.keyCacheMs,
+      ...(own.clock ? { clock: own.clock } : {}),
+      ...(own.metrics ? { observer: own.metrics.keyLookups } : {}),
     }),
     loadShedding: {
       maxEventLoopDelayMs: config.maxEventLoopDelayMs,
@@ -57,6 +62,7 @@ export function composeApp(
     http: httpServerParts(config.connections, securityHeaders()),
     ...(own.lifecycle ? { lifecycle: own.lifecycle } : {}),
     ...(own.rateLimitCounter ? { rateLimitCounter: own.rateLimitCounter } : {}),
+    ...(own.authFailureCounter ? { authFailureCounter: own.authFailureCounter } : {}),
     ...(own.metrics ? { metrics: own.metrics } : {}),
     ...(own.tracing ? { tracing: own.tracing } : {}),
     ...(own.clock ? { clock: own.clock } : {}),

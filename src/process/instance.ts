@@ -19,16 +19,19 @@ import { listenForProbes, type ProbeServer } from './probe-server.ts'
 type App = ComposedApp
 
 /**
- * D12: counted in Redis when REDIS_URL is set (and a limit is), else in memory. The Redis client
- * is loaded only then, like the PostgreSQL driver. `announce` says where counters live, once the
- * app's logger exists; it waits briefly for Redis, so that a normal start does not fail open.
+ * D12, D3: request budgets and failed authentications are counted in Redis when REDIS_URL is set
+ * (and either limit is on), on one connection, else in memory. The Redis client is loaded only
+ * then, like the PostgreSQL driver. `announce` says where counters live, once the app's logger
+ * exists; it waits briefly for Redis, so that a normal start does not fail open.
  */
-async function rateLimitCounter(
-  config: Pick<Config, 'redis' | 'rateLimit'>,
-): Promise<{ counter: WindowCounter; announce(app: App): Promise<void> }> {
+async function counters(config: Pick<Config, 'redis' | 'rateLimit' | 'authFailureLimit'>): Promise<{
+  rateLimitCounter: WindowCounter
+  authFailureCounter?: WindowCounter
+  announce(app: App): Promise<void>
+}> {
   const { redis } = config
-  if (redis === undefined || config.rateLimit === 0) {
-    return { counter: new MemoryWindowCounter(), announce: async () => {} }
+  if (redis === undefined || (config.rateLimit === 0 && config.authFailureLimit === 0)) {
+    return { rateLimitCounter: new MemoryWindowCounter(), announce: async () => {} }
   }
   const { RedisWindowCounter, redactRedisUrl } = await import('../rate-limit/redis.ts')
   const counter = new RedisWindowCounter(redis)
@@ -37,11 +40,15 @@ async function rateLimitCounter(
     app.log.info(
       { redis: redactRedisUrl(redis.url), prefix: redis.prefix, reachable },
       reachable
-        ? 'rate limits are counted in Redis, shared by every instance that uses it'
-        : 'rate limits are counted in Redis, which is not reachable yet: requests go through unlimited until it is',
+        ? 'rate limits and failed authentications are counted in Redis, shared by every instance that uses it'
+        : 'rate limits and failed authentications are counted in Redis, which is not reachable yet: they go uncounted until it is',
     )
   }
-  return { counter, announce }
+  return {
+    rateLimitCounter: counter,
+    authFailureCounter: counter.sibling('authfail'),
+    announce,
+  }
 }
 
 export interface Instance {
@@ -83,12 +90,13 @@ export async function startInstance(
       : opened
   if (!options.prepared) await store.migrate()
   const lifecycle: Lifecycle = { draining: false }
-  const { counter, announce } = await rateLimitCounter(config)
+  const { rateLimitCounter, authFailureCounter, announce } = await counters(config)
   // D17: no figures are taken at all with METRICS_PORT=off.
   const metrics = config.metrics === undefined ? undefined : createMetrics()
   if (metrics !== undefined && options.clusterWorker) answerClusterScrapes(metrics.registry)
   const app = await composeApp(config, store, {
-    rateLimitCounter: counter,
+    rateLimitCounter,
+    ...(authFailureCounter ? { authFailureCounter } : {}),
     lifecycle,
     ...(metrics ? { metrics } : {}),
     ...(tracing ? { tracing } : {}),
@@ -163,7 +171,7 @@ export async function startInstance(
         // during it is told 503, not refused.
         await closeSideListeners()
         await store.close()
-        await counter.close()
+        await rateLimitCounter.close()
         // Last, so that the drain's spans go too; bounded (tracing/start.ts).
         await tracing?.shutdown()
       })()

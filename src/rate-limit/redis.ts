@@ -10,6 +10,8 @@ import { Redis, type Result } from 'ioredis'
 import type { RedisSettings } from '../config.ts'
 import type { WindowCounter } from './counter.ts'
 
+const RATE_LIMIT = 'ratelimit'
+
 const HIT_SCRIPT = `
 local count = redis.call('INCR', KEYS[1])
 if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
@@ -57,7 +59,7 @@ export class RedisWindowCounter implements WindowCounter {
       autoResendUnfulfilledCommands: false,
       // RESP2 is what every Redis-compatible server speaks; the counter needs nothing of RESP3.
       protocol: 2,
-      connectionName: 'petstore-rate-limit',
+      connectionName: 'petstore-counters',
     })
     this.#redis.defineCommand('petstoreHit', { numberOfKeys: 1, lua: HIT_SCRIPT })
     // Without a listener ioredis prints every connection error to the console. Failures reach
@@ -67,13 +69,36 @@ export class RedisWindowCounter implements WindowCounter {
 
   /** The key of one API key's count in one window: `<prefix>ratelimit:<w>:<window>:<keyId>`. */
   keyFor(keyId: string, window: number, windowSeconds: number): string {
-    return `${this.#prefix}ratelimit:${windowSeconds}:${window}:${keyId}`
+    return this.#keyIn(RATE_LIMIT, keyId, window, windowSeconds)
   }
 
   async hit(keyId: string, window: number, windowSeconds: number): Promise<number> {
+    return this.#hitIn(RATE_LIMIT, keyId, window, windowSeconds)
+  }
+
+  /**
+   * Counts of another kind (D3's failed authentications, `authfail`), on the same connection:
+   * `<prefix><namespace>:<w>:<window>:<key>`. Closing this counter closes both.
+   */
+  sibling(namespace: string): WindowCounter & { keyFor: RedisWindowCounter['keyFor'] } {
+    return {
+      keyFor: (key, window, windowSeconds) => this.#keyIn(namespace, key, window, windowSeconds),
+      hit: (key, window, windowSeconds) => this.#hitIn(namespace, key, window, windowSeconds),
+      close: async () => {},
+    }
+  }
+
+  #keyIn(namespace: string, key: string, window: number, windowSeconds: number): string {
+    return `${this.#prefix}${namespace}:${windowSeconds}:${window}:${key}`
+  }
+
+  #hitIn(namespace: string, key: string, window: number, windowSeconds: number): Promise<number> {
     // The count expires one window after the first hit, so by the end of the next window at
     // the latest: memory in Redis stays bounded by the keys active in two windows.
-    return this.#redis.petstoreHit(this.keyFor(keyId, window, windowSeconds), windowSeconds)
+    return this.#redis.petstoreHit(
+      this.#keyIn(namespace, key, window, windowSeconds),
+      windowSeconds,
+    )
   }
 
   /**

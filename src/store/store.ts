@@ -124,6 +124,11 @@ export interface NewApiKeyRecord {
   hash: string
 }
 
+/** Where look-ups of keys by hash are counted (keys/verifier.ts asks; metrics.ts counts, D3). */
+export interface KeyLookupObserver {
+  lookedUp(active: boolean): void
+}
+
 export interface ApiKeyRepository {
   create(key: NewApiKeyRecord): Promise<ApiKeyRecord>
   /** The id of the active (not revoked) key with this hash. */

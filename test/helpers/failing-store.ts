@@ -1,18 +1,20 @@
 // A real store with some of its operations replaced: one that fails, hangs until the test lets
 // it go, or commits and then loses the answer. Tests of how the HTTP layer meets a failing
 // database (D4, D11, D14, D16) build their store here rather than wrapping one by hand.
-import type { PetRepository, Store } from '../../src/store/store.ts'
+import type { ApiKeyRepository, PetRepository, Store } from '../../src/store/store.ts'
 
 export interface ReplacedOperations {
   /** Pet operations to run instead of the real ones; the others go to the real store. */
   pets?: Partial<PetRepository>
+  /** Key operations to run instead of the real ones (e.g. counting look-ups, D3). */
+  apiKeys?: Partial<ApiKeyRepository>
   /** Readiness's check (D1), instead of the real store's. */
   ping?: Store['ping']
 }
 
 /**
- * `real`, except for the operations in `replaced`. Keys, migrations and closing always reach the
- * real store, so the server under test starts and stops as usual. It reports no outages and no
+ * `real`, except for the operations in `replaced`. Migrations and closing always reach the real
+ * store, so the server under test starts and stops as usual. It reports no outages and no
  * metrics of its own (`reportOutagesTo` and `observe` do nothing).
  */
 export function failingStore(real: Store, replaced: ReplacedOperations): Store {
@@ -28,8 +30,17 @@ export function failingStore(real: Store, replaced: ReplacedOperations): Store {
         ...replaced.pets,
       }
     },
-    get apiKeys() {
-      return real.apiKeys
+    get apiKeys(): ApiKeyRepository {
+      const keys = real.apiKeys
+      return {
+        create: (key) => keys.create(key),
+        createFirst: (key) => keys.createFirst(key),
+        findActiveByHash: (hash) => keys.findActiveByHash(hash),
+        list: () => keys.list(),
+        revoke: (id) => keys.revoke(id),
+        countActive: () => keys.countActive(),
+        ...replaced.apiKeys,
+      }
     },
     migrate: () => real.migrate(),
     ping: replaced.ping ?? (() => real.ping()),
@@ -37,4 +48,37 @@ export function failingStore(real: Store, replaced: ReplacedOperations): Store {
     reportOutagesTo: () => {},
     observe: () => {},
   }
+}
+
+/**
+ * `real`, with its look-ups of keys by hash counted (D3: what the key cache saves the store);
+ * everything else, outages, figures and commit spans included, goes to `real` as it is.
+ */
+export function countingKeyLookups(real: Store): { store: Store; lookups: () => number } {
+  let lookups = 0
+  const keys = real.apiKeys
+  const apiKeys: ApiKeyRepository = {
+    create: (key) => keys.create(key),
+    createFirst: (key) => keys.createFirst(key),
+    findActiveByHash: (hash) => {
+      lookups++
+      return keys.findActiveByHash(hash)
+    },
+    list: () => keys.list(),
+    revoke: (id) => keys.revoke(id),
+    countActive: () => keys.countActive(),
+  }
+  const store: Store = {
+    get pets() {
+      return real.pets
+    },
+    apiKeys,
+    migrate: () => real.migrate(),
+    ping: () => real.ping(),
+    close: () => real.close(),
+    reportOutagesTo: (log) => real.reportOutagesTo(log),
+    observe: (observer) => real.observe(observer),
+    ...(real.traceCommits ? { traceCommits: (tracer) => real.traceCommits?.(tracer) } : {}),
+  }
+  return { store, lookups: () => lookups }
 }

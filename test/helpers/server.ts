@@ -17,6 +17,7 @@ import { composeApp } from '../../src/process/compose.ts'
 import { openPostgresStore } from '../../src/store/postgres/store.ts'
 import { openSqliteStore } from '../../src/store/sqlite/store.ts'
 import type { Store } from '../../src/store/store.ts'
+import { countingKeyLookups } from './failing-store.ts'
 import { createTestDatabase } from './postgres.ts'
 
 /** The engine behind test servers and test stores; `npm test` runs the HTTP tests on both. */
@@ -65,6 +66,11 @@ export interface TestServerOptions {
   /** D17: metrics with a registry of this server's own, on a listener of their own. */
   metrics?: boolean
   rateLimitCounter?: AppParts['rateLimitCounter']
+  /** D3: failed authentications a minute per address; 0 (off) unless given, like rateLimit. */
+  authFailureLimit?: number
+  authFailureCounter?: AppParts['authFailureCounter']
+  /** D3: how long a key's answer from the store is believed; the configuration's default unless given. */
+  keyCacheMs?: number
 }
 
 export interface TestServer {
@@ -79,6 +85,8 @@ export interface TestServer {
   lifecycle: Lifecycle
   /** With `metrics`: the URL Prometheus would scrape (another port than `url`'s). */
   metricsUrl: string | undefined
+  /** D3: how many times the app has looked a key up by hash in the store so far. */
+  keyLookups(): number
   /** fetch `path` on this server with the key (unless `headers.authorization` is given). */
   request(path: string, init?: RequestInit): Promise<Response>
   close(): Promise<void>
@@ -146,6 +154,8 @@ function testConfig(options: TestServerOptions, env: DeploymentEnv): Config {
     env,
     apiKeys: options.bootstrapKeys ?? [],
     rateLimit: options.rateLimit ?? 0,
+    authFailureLimit: options.authFailureLimit ?? 0,
+    keyCacheMs: options.keyCacheMs ?? defaults.keyCacheMs,
     corsOrigins: options.corsOrigins ?? [],
     trustedProxies: options.trustedProxies ?? [],
     idempotencyTtlSeconds: options.idempotencyTtlSeconds ?? defaults.idempotencyTtlSeconds,
@@ -156,7 +166,9 @@ function testConfig(options: TestServerOptions, env: DeploymentEnv): Config {
 }
 
 export async function startServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const { store, owned } = await storeFor(options)
+  const { store: given, owned } = await storeFor(options)
+  // The app's look-ups of keys are counted at the store (D3).
+  const { store, lookups } = countingKeyLookups(given)
   const dbPath = owned?.location ?? options.dbPath ?? ''
   await store.migrate()
   const env = options.env ?? 'production'
@@ -172,6 +184,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
       ? {}
       : { loadSheddingQuietMs: options.loadShedding.quietMs }),
     ...(options.rateLimitCounter ? { rateLimitCounter: options.rateLimitCounter } : {}),
+    ...(options.authFailureCounter ? { authFailureCounter: options.authFailureCounter } : {}),
     ...(metrics ? { metrics } : {}),
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -196,6 +209,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     dbPath,
     lifecycle,
     metricsUrl: metricsServer?.url,
+    keyLookups: lookups,
     request(path, init = {}) {
       const headers = new Headers(init.headers)
       if (!headers.has('authorization')) headers.set('authorization', `Bearer ${key}`)

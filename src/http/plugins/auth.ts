@@ -4,6 +4,8 @@ import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { AUTHORIZATION_MAX_LENGTH } from '../../contract/limits.ts'
 import { ApiError } from '../../errors.ts'
 import type { KeyCheck, KeyVerifier } from '../../keys/verifier.ts'
+import type { AuthFailureObserver } from '../../observability/metrics.ts'
+import type { AuthFailureLimit } from '../../rate-limit/auth-failures.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -15,36 +17,103 @@ declare module 'fastify' {
 const CHALLENGE = 'Bearer realm="petstore"'
 const INVALID_TOKEN = 'Bearer realm="petstore", error="invalid_token"'
 
+/** D3: what the auth step counts failures with, when the limit is on. */
+export interface AuthFailureOptions {
+  limit: AuthFailureLimit
+  /** 429s for refused addresses, for metrics. */
+  observer?: AuthFailureObserver
+}
+
 /**
  * The operations' first check (plugins/operations.ts). A callback hook rather than an async one:
- * keys from the environment are checked synchronously, and then the request goes on without a
- * promise and a microtask.
+ * a key memory knows is checked synchronously, and then the request goes on without a promise
+ * and a microtask. Only a key memory cannot judge costs a look-up in the store (keys/verifier.ts),
+ * and never for an address over its failed-authentication limit, unless it is a key this process
+ * has seen valid (D3).
  */
-export function authenticate(verify: KeyVerifier): onRequestHookHandler {
+export function authenticate(
+  verifier: KeyVerifier,
+  failures?: AuthFailureOptions,
+): onRequestHookHandler {
+  const refuse = failures === undefined ? refuseNow : countAndRefuse(failures)
   return function authenticate(request, _reply, done) {
     const header = request.headers.authorization
     const refusal = refuseField(request, header)
-    if (refusal !== undefined) {
-      done(refusal)
+    const token = refusal === undefined && header !== undefined ? bearerToken(header) : undefined
+    const answer =
+      token === undefined ? undefined : token === '' ? EMPTY : verifier.fromMemory(token)
+    if (answer?.valid === true) {
+      request.apiKeyId = answer.keyId
+      done()
       return
     }
-    const token = header === undefined ? undefined : bearerToken(header)
-    if (token === undefined) {
-      done(
-        new ApiError(
-          'unauthorized',
-          header === undefined
-            ? 'an API key is required: Authorization: Bearer <API key>'
-            : 'the Authorization header must use the Bearer scheme: Authorization: Bearer <API key>',
-          { 'www-authenticate': CHALLENGE },
-        ),
-      )
+    if (failures !== undefined) {
+      const waitSeconds = failures.limit.refusedFor(request.ip)
+      if (waitSeconds !== undefined && !(answer?.valid === undefined && answer?.seenValid)) {
+        failures.observer?.refused()
+        done(tooManyFailures(failures.limit, waitSeconds))
+        return
+      }
+    }
+    if (answer === undefined) {
+      refuse(request, refusal ?? missingKey(header), done)
       return
     }
-    const check = token === '' ? EMPTY : verify(token)
-    if (check instanceof Promise) check.then((result) => accept(request, result, done), done)
-    else accept(request, check, done)
+    if (answer.valid === false) {
+      refuse(request, invalidKey(answer.reason), done)
+      return
+    }
+    verifier.fromStore(answer).then((check) => {
+      if (check.valid) {
+        request.apiKeyId = check.keyId
+        done()
+      } else refuse(request, invalidKey(check.reason), done)
+    }, done)
   }
+}
+
+type Refuse = (request: FastifyRequest, error: ApiError, done: (err?: Error) => void) => void
+
+function refuseNow(_request: FastifyRequest, error: ApiError, done: (err?: Error) => void): void {
+  done(error)
+}
+
+/** A 401 counts against the client's address before it is sent; other refusals do not. */
+function countAndRefuse({ limit }: AuthFailureOptions): Refuse {
+  return (request, error, done) => {
+    if (error.statusCode !== 401) {
+      done(error)
+      return
+    }
+    limit.failed(request.ip, request.log).then(() => done(error))
+  }
+}
+
+function missingKey(header: string | undefined): ApiError {
+  return new ApiError(
+    'unauthorized',
+    header === undefined
+      ? 'an API key is required: Authorization: Bearer <API key>'
+      : 'the Authorization header must use the Bearer scheme: Authorization: Bearer <API key>',
+    { 'www-authenticate': CHALLENGE },
+  )
+}
+
+function invalidKey(reason: string): ApiError {
+  return new ApiError('unauthorized', reason, { 'www-authenticate': INVALID_TOKEN })
+}
+
+/** 429 with Retry-After and the draft-10 fields of the policy that refused it (D12's form). */
+function tooManyFailures(limit: AuthFailureLimit, waitSeconds: number): ApiError {
+  return new ApiError(
+    'rate_limited',
+    `too many failed authentications from this address: ${limit.limit} in ${limit.windowSeconds} s; retry in ${waitSeconds} s`,
+    {
+      'retry-after': String(waitSeconds),
+      'ratelimit-policy': `"auth-failures";q=${limit.limit};w=${limit.windowSeconds}`,
+      ratelimit: `"auth-failures";r=0;t=${waitSeconds}`,
+    },
+  )
 }
 
 /**
@@ -110,12 +179,3 @@ function isWhiteSpace(code: number): boolean {
 }
 
 const EMPTY: KeyCheck = { valid: false, reason: 'the API key is empty' }
-
-function accept(request: FastifyRequest, check: KeyCheck, done: (err?: Error) => void): void {
-  if (!check.valid) {
-    done(new ApiError('unauthorized', check.reason, { 'www-authenticate': INVALID_TOKEN }))
-    return
-  }
-  request.apiKeyId = check.keyId
-  done()
-}

@@ -1,18 +1,21 @@
 // The steps every /v1 operation takes before its handler, composed once per route when the route
-// is added: its constant headers (D7, no-store), the API key (D2), the rate limit (D12) and, for
-// a deprecated operation, its sunset (D7). A step is there only when its concern applies to the
-// route and is on: no rate-limit step at a quota of 0, no sunset step on an operation that is not
-// deprecated. Each step is one route-level onRequest hook, in that order, after the app's own
-// (security headers and X-Request-Id, plugins/security.ts).
+// is added: its constant headers (no-store, D13; the deprecation notice, D7), the API key (D2,
+// D3), the rate limit (D12) and, for a deprecated operation, its sunset (D7). A step is there
+// only when its concern applies to the route and is on: no rate-limit step at a quota of 0, no
+// sunset step on an operation that is not deprecated. Each step is one route-level onRequest
+// hook, in that order, after the app's own (security headers and X-Request-Id,
+// plugins/security.ts).
 import type { onRequestAsyncHookHandler, onRequestHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Clock } from '../../clock.ts'
 import type { KeyVerifier } from '../../keys/verifier.ts'
-import { authenticate } from './auth.ts'
+import { type AuthFailureOptions, authenticate } from './auth.ts'
 import { deprecationHeaders, sunsetCheck } from './deprecation.ts'
 
 export interface OperationsOptions {
-  verify: KeyVerifier
+  verifier: KeyVerifier
+  /** D3: the failed-authentication limit, or undefined when it is off. */
+  authFailures: AuthFailureOptions | undefined
   clock: Clock
   /** The rate limit's check (plugins/rate-limit.ts), or undefined when it is off. */
   rateLimit: onRequestAsyncHookHandler | undefined
@@ -41,7 +44,7 @@ function stepsOf(route: RouteOptions, options: OperationsOptions): Step[] {
       reply.headers(headers)
       done()
     },
-    authenticate(options.verify),
+    authenticate(options.verifier, options.authFailures),
   ]
   if (options.rateLimit !== undefined) steps.push(options.rateLimit)
   const deprecation = route.config?.deprecation

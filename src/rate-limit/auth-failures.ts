@@ -1,0 +1,127 @@
+// D3: failed authentications are limited per client address (OWASP API Security Top 10 2023,
+// API2 and API4). Each 401 from the auth step counts against the address it came from, in fixed
+// windows of one minute like the request budget (D12): in memory for one process, in Redis when
+// REDIS_URL is set, so the fleet shares the count. Once an address reaches the limit it is
+// refused, in this process, until its window ends: the auth step then answers 429 without asking
+// the store for any key it does not already know valid (plugins/auth.ts).
+//
+// Which addresses a refusal covers is kept here, in memory, rather than read from the counter on
+// every request: a request with a valid key pays nothing for the limit, and another instance
+// learns of a refused address at the address's next failure there (the shared count is already
+// past the limit).
+//
+// Fail open, as the request budget does: a counter that fails lets the failure go uncounted.
+import { isIPv4 } from 'node:net'
+import type { Clock } from '../clock.ts'
+import { OutageLog, type OutageLogger, type OutageMessages } from '../outage-log.ts'
+import type { WindowCounter } from './counter.ts'
+
+export interface AuthFailureLimitOptions {
+  /** Failed authentications a window per address; the address is refused from this many on. */
+  limit: number
+  windowSeconds: number
+  counter: WindowCounter
+  clock: Clock
+  /** Addresses refused at once, at most; default 100,000. */
+  maxRefused?: number
+}
+
+/** How an outage of the counter reads in the log. */
+export const FAILURE_COUNTER_OUTAGE: OutageMessages = {
+  level: 'warn',
+  started:
+    'failed-authentication counter unreachable; failures are not counted meanwhile (fail open)',
+  continuing: 'failed-authentication counter still unreachable; failures are not counted',
+  ended: 'failed-authentication counter reachable again; failed authentications are limited again',
+  countField: 'failuresNotCounted',
+}
+
+export class AuthFailureLimit {
+  readonly limit: number
+  readonly windowSeconds: number
+  readonly #windowMs: number
+  readonly #counter: WindowCounter
+  readonly #clock: Clock
+  readonly #maxRefused: number
+  readonly #outages: OutageLog
+  /** Addresses refused in #window; emptied when a new window starts. */
+  readonly #refused = new Set<string>()
+  #window = -1
+
+  constructor({ limit, windowSeconds, counter, clock, maxRefused }: AuthFailureLimitOptions) {
+    this.limit = limit
+    this.windowSeconds = windowSeconds
+    this.#windowMs = windowSeconds * 1000
+    this.#counter = counter
+    this.#clock = clock
+    this.#maxRefused = maxRefused ?? 100_000
+    this.#outages = new OutageLog(clock, FAILURE_COUNTER_OUTAGE)
+  }
+
+  /** Seconds until the address may try again, or undefined when it is not refused. */
+  refusedFor(address: string): number | undefined {
+    const now = this.#clock.now()
+    this.#enter(Math.floor(now / this.#windowMs))
+    if (!this.#refused.has(addressKey(address))) return undefined
+    return this.#secondsToReset(now)
+  }
+
+  /** Counts one failed authentication from `address`; resolves once counted (or not, failing open). */
+  async failed(address: string, log: OutageLogger): Promise<void> {
+    const key = addressKey(address)
+    const window = Math.floor(this.#clock.now() / this.#windowMs)
+    let count: number
+    try {
+      count = await this.#counter.hit(key, window, this.windowSeconds)
+    } catch (err) {
+      this.#outages.failed(log, err)
+      return
+    }
+    this.#outages.succeeded(log)
+    if (count < this.limit) return
+    this.#enter(window)
+    if (window !== this.#window) return // the window ended while counting
+    if (this.#refused.size >= this.#maxRefused) {
+      const oldest = this.#refused.values().next()
+      if (!oldest.done) this.#refused.delete(oldest.value)
+    }
+    this.#refused.add(key)
+  }
+
+  #enter(window: number): void {
+    if (window <= this.#window) return
+    this.#window = window
+    this.#refused.clear()
+  }
+
+  #secondsToReset(now: number): number {
+    return Math.ceil(((this.#window + 1) * this.#windowMs - now) / 1000)
+  }
+}
+
+/**
+ * What one client is counted as: an IPv4 address, or an IPv6 address's /64 prefix, since one
+ * host is commonly given a whole /64 (RFC 6177, RFC 7421) and could otherwise take a new address
+ * for every attempt. IPv4-mapped IPv6 (`::ffff:192.0.2.1`) is the IPv4 address.
+ */
+export function addressKey(address: string): string {
+  if (isIPv4(address)) return address
+  const bare = address.toLowerCase().split('%')[0] as string // without a zone (`fe80::1%eth0`)
+  if (bare.startsWith('::ffff:') && isIPv4(bare.slice(7))) return bare.slice(7)
+  return `${ipv6Groups(bare).slice(0, 4).join(':')}::/64`
+}
+
+/** The eight 16-bit groups of an IPv6 address, without leading zeros. */
+function ipv6Groups(address: string): string[] {
+  const halves = address.split('::')
+  const groupsOf = (part: string | undefined): string[] =>
+    part === undefined || part === ''
+      ? []
+      : part.split(':').flatMap((group) => (group.includes('.') ? ['0', '0'] : [group]))
+  const head = groupsOf(halves[0])
+  const tail = groupsOf(halves[1])
+  const missing = halves.length > 1 ? Math.max(0, 8 - head.length - tail.length) : 0
+  return [...head, ...Array<string>(missing).fill('0'), ...tail].map((group) =>
+    (Number.parseInt(group, 16) || 0).toString(16),
+  )
+}

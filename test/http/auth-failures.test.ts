@@ -1,0 +1,235 @@
+// D3: failed authentications are limited per client address. After the limit's 401s in a
+// minute, that address's requests get 429 with Retry-After and the draft-10 fields, and the store
+// is not asked; a key the process knows valid still works. The address is the peer's, or from
+// X-Forwarded-For only behind a trusted hop. Counts are shared through Redis. Store look-ups are
+// counted at the store, and time is moved by hand.
+import assert from 'node:assert/strict'
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
+import { after, before, describe, it } from 'node:test'
+import { generateApiKey } from '../../src/contract/api-key.ts'
+import { addressKey } from '../../src/rate-limit/auth-failures.ts'
+import { RedisWindowCounter } from '../../src/rate-limit/redis.ts'
+import {
+  adminClient,
+  deleteKeys,
+  describeWithRedis,
+  REDIS_URL,
+  uniquePrefix,
+} from '../helpers/redis.ts'
+import { ManualClock, startServer, type TestServer } from '../helpers/server.ts'
+
+const LIMIT = 5
+/** The start of a one-minute window, so that no test crosses one by accident. */
+const WINDOW_START = Date.UTC(2026, 10, 27, 12, 0, 0)
+
+interface Answer {
+  status: number
+  headers: IncomingHttpHeaders
+  body: { code?: string; message?: string }
+}
+
+/** GET /v1/pets from a chosen local address, with a chosen key and X-Forwarded-For. */
+function send(
+  server: TestServer,
+  options: { key?: string; from?: string; forwardedFor?: string } = {},
+): Promise<Answer> {
+  const url = new URL(server.url)
+  const headers: Record<string, string> = {}
+  if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`
+  if (options.forwardedFor !== undefined) headers['x-forwarded-for'] = options.forwardedFor
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: '/v1/pets',
+        headers,
+        localAddress: options.from ?? '127.0.0.1',
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (chunk: Buffer) => chunks.push(chunk))
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: JSON.parse(Buffer.concat(chunks).toString() || '{}') as Answer['body'],
+          }),
+        )
+      },
+    )
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+async function failTimes(server: TestServer, times: number, from?: string): Promise<number[]> {
+  const statuses: number[] = []
+  for (let i = 0; i < times; i++) {
+    const answer = await send(server, {
+      key: generateApiKey('production'),
+      ...(from ? { from } : {}),
+    })
+    statuses.push(answer.status)
+  }
+  return statuses
+}
+
+describe('failed authentications: limited per client address', () => {
+  const clock = new ManualClock(WINDOW_START)
+  let server: TestServer
+
+  before(async () => {
+    server = await startServer({ clock, authFailureLimit: LIMIT, metrics: true })
+  })
+  after(() => server.close())
+
+  it(`${LIMIT} 401s, then 429 with Retry-After and the limit's fields, without asking the store`, async () => {
+    // The server's key, used before the flood: known valid to this process.
+    assert.equal((await send(server, { key: server.key })).status, 200)
+    clock.set(WINDOW_START + 15_000)
+    assert.deepEqual(await failTimes(server, LIMIT), Array(LIMIT).fill(401))
+    const lookupsBefore = server.keyLookups()
+    for (let i = 0; i < 20; i++) {
+      const refused = await send(server, { key: generateApiKey('production') })
+      assert.equal(refused.status, 429)
+      assert.equal(refused.body.code, 'rate_limited')
+      assert.equal(
+        refused.body.message,
+        `too many failed authentications from this address: ${LIMIT} in 60 s; retry in 45 s`,
+      )
+      assert.equal(refused.headers['retry-after'], '45')
+      assert.equal(refused.headers['ratelimit-policy'], `"auth-failures";q=${LIMIT};w=60`)
+      assert.equal(refused.headers.ratelimit, '"auth-failures";r=0;t=45')
+      assert.equal(refused.headers['www-authenticate'], undefined)
+    }
+    assert.equal(server.keyLookups(), lookupsBefore, 'no key was looked up for a refused address')
+  })
+
+  it('every kind of refusal is 429 from a refused address: no key, a malformed one, an opaque one', async () => {
+    assert.equal((await send(server)).status, 429)
+    assert.equal((await send(server, { key: 'not-a-key' })).status, 429)
+    const corrupt = `${generateApiKey('production').slice(0, -1)}0`
+    assert.equal((await send(server, { key: corrupt })).status, 429)
+  })
+
+  it('a key this process knows valid still works from the refused address', async () => {
+    const answer = await send(server, { key: server.key })
+    assert.equal(answer.status, 200)
+  })
+
+  it('another address is not refused', async () => {
+    assert.equal((await send(server, { key: 'not-a-key', from: '127.0.0.2' })).status, 401)
+  })
+
+  it('the refusal ends with the window, and metrics count the 429s and the look-ups', async () => {
+    clock.set(WINDOW_START + 60_000)
+    assert.equal((await send(server, { key: generateApiKey('production') })).status, 401)
+    assert.ok(server.metricsUrl !== undefined)
+    const text = await (await fetch(server.metricsUrl)).text()
+    assert.match(text, /^petstore_auth_failure_limited_total 23$/m)
+    assert.match(text, /^petstore_api_key_lookups_total\{result="unknown"\} 6$/m)
+    // The server's key: verified before the flood, and again from the refused address, its answer
+    // having outlived the bound (a key seen valid is worth one look-up; no other token is).
+    assert.match(text, /^petstore_api_key_lookups_total\{result="active"\} 2$/m)
+  })
+})
+
+describe('failed authentications: the address behind a balancer', () => {
+  const clock = new ManualClock(WINDOW_START)
+  const servers: TestServer[] = []
+  after(async () => {
+    for (const server of servers) await server.close()
+  })
+
+  it('X-Forwarded-For from an address that is not a trusted hop is ignored', async () => {
+    const server = await startServer({
+      clock,
+      authFailureLimit: LIMIT,
+      trustedProxies: ['10.9.9.9'],
+    })
+    servers.push(server)
+    for (let i = 0; i < LIMIT; i++) {
+      const answer = await send(server, { key: 'not-a-key', forwardedFor: `198.51.100.${i}` })
+      assert.equal(answer.status, 401)
+    }
+    const forged = await send(server, { key: 'not-a-key', forwardedFor: '198.51.100.200' })
+    assert.equal(forged.status, 429, 'every forged address counted as the peer it came from')
+  })
+
+  it('behind a trusted hop, each client address counts on its own', async () => {
+    const server = await startServer({
+      clock,
+      authFailureLimit: LIMIT,
+      trustedProxies: ['127.0.0.3'],
+    })
+    servers.push(server)
+    const viaBalancer = (client: string) =>
+      send(server, { key: 'not-a-key', from: '127.0.0.3', forwardedFor: client })
+    for (let i = 0; i < LIMIT; i++) assert.equal((await viaBalancer('198.51.100.7')).status, 401)
+    assert.equal((await viaBalancer('198.51.100.7')).status, 429)
+    assert.equal((await viaBalancer('198.51.100.8')).status, 401, 'another client behind it')
+    // A client's own header, in front of the balancer's, chooses nothing.
+    const spoofed = await viaBalancer('203.0.113.1, 198.51.100.7')
+    assert.equal(spoofed.status, 429)
+  })
+})
+
+describe('failed authentications: what counts as one address', () => {
+  it('IPv4 as it is, IPv4-mapped IPv6 as IPv4, IPv6 by its /64', () => {
+    assert.equal(addressKey('192.0.2.1'), '192.0.2.1')
+    assert.equal(addressKey('::ffff:192.0.2.1'), '192.0.2.1')
+    assert.equal(addressKey('2001:db8:1:2:3:4:5:6'), '2001:db8:1:2::/64')
+    assert.equal(addressKey('2001:DB8:1:2::99'), '2001:db8:1:2::/64')
+    assert.equal(addressKey('2001:0db8:0001:0002:ffff::1'), '2001:db8:1:2::/64')
+    assert.equal(addressKey('2001:db8::1'), '2001:db8:0:0::/64')
+    assert.equal(addressKey('::1'), '0:0:0:0::/64')
+    assert.equal(addressKey('fe80::1%eth0'), 'fe80:0:0:0::/64')
+    assert.equal(addressKey('64:ff9b::192.0.2.1'), '64:ff9b:0:0::/64')
+  })
+})
+
+await describeWithRedis('failed authentications: counted in Redis, shared by instances', () => {
+  const clock = new ManualClock(WINDOW_START)
+  const prefix = uniquePrefix()
+  const admin = adminClient()
+  const counters: RedisWindowCounter[] = []
+  const servers: TestServer[] = []
+
+  before(async () => {
+    for (let i = 0; i < 2; i++) {
+      const counter = new RedisWindowCounter({ url: REDIS_URL, prefix, commandTimeoutMs: 5000 })
+      assert.equal(await counter.whenReady(2000), true)
+      counters.push(counter)
+      servers.push(
+        await startServer({
+          clock,
+          authFailureLimit: LIMIT,
+          authFailureCounter: counter.sibling('authfail'),
+        }),
+      )
+    }
+  })
+  after(async () => {
+    for (const server of servers) await server.close()
+    for (const counter of counters) await counter.close()
+    await deleteKeys(admin, prefix)
+    await admin.quit()
+  })
+
+  it('failures on one instance count on the other', async () => {
+    const [a, b] = servers as [TestServer, TestServer]
+    assert.deepEqual(await failTimes(a, 3), [401, 401, 401])
+    // b reaches the shared limit with its second failure, and refuses from then on.
+    assert.deepEqual(await failTimes(b, 3), [401, 401, 429])
+    // a learns it at its next failure: the shared count is already past the limit.
+    assert.deepEqual(await failTimes(a, 2), [401, 429])
+    const window = Math.floor(WINDOW_START / 60_000)
+    const key = (counters[0] as RedisWindowCounter)
+      .sibling('authfail')
+      .keyFor('127.0.0.1', window, 60)
+    assert.equal(key, `${prefix}authfail:60:${window}:127.0.0.1`)
+    assert.equal(await admin.get(key), '6')
+  })
+})

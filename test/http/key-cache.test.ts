@@ -1,0 +1,157 @@
+// D3: a key the store has verified is believed for PETSTORE_KEY_CACHE_MS without asking again,
+// and so is a refusal; past that bound the store is asked again, so a revocation and a new key
+// hold within it. Store look-ups are counted at the store (the test server wraps its
+// repository), and time is moved by hand.
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { generateApiKey } from '../../src/contract/api-key.ts'
+import { issueApiKey } from '../../src/keys/issue.ts'
+import { KeyCache } from '../../src/keys/key-cache.ts'
+import { createKeyVerifier, verifyKey } from '../../src/keys/verifier.ts'
+import {
+  ManualClock,
+  openTestStore,
+  startServer,
+  type TestServer,
+  type TestStore,
+} from '../helpers/server.ts'
+
+const BOUND_MS = 1000
+
+describe('key cache: over HTTP, with the bound on a clock moved by hand', () => {
+  const clock = new ManualClock()
+  let server: TestServer
+
+  before(async () => {
+    server = await startServer({ clock, keyCacheMs: BOUND_MS })
+  })
+  after(() => server.close())
+
+  const get = (key: string) =>
+    fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
+
+  it('a verified key is asked of the store once within the bound, and again after it', async () => {
+    const { key } = await issueApiKey(server.store.apiKeys, 'production', 'cached')
+    const before = server.keyLookups()
+    for (let i = 0; i < 20; i++) assert.equal((await get(key)).status, 200)
+    assert.equal(server.keyLookups() - before, 1, 'one look-up for 20 requests within the bound')
+    clock.advance(BOUND_MS)
+    assert.equal((await get(key)).status, 200)
+    assert.equal(server.keyLookups() - before, 2, 'asked again once the bound has passed')
+  })
+
+  it('a revoked key is refused once the bound has passed since it was last verified', async () => {
+    const { key, record } = await issueApiKey(server.store.apiKeys, 'production', 'revoked')
+    assert.equal((await get(key)).status, 200)
+    assert.equal(await server.store.apiKeys.revoke(record.id), true)
+    clock.advance(BOUND_MS - 1)
+    assert.equal((await get(key)).status, 200, 'still believed within the bound')
+    clock.advance(1)
+    const refused = await get(key)
+    assert.equal(refused.status, 401)
+    assert.match(((await refused.json()) as { message: string }).message, /revoked/)
+    assert.equal((await get(key)).status, 401, 'and refused from then on')
+  })
+
+  it('a new key is accepted at its first request', async () => {
+    const { key } = await issueApiKey(server.store.apiKeys, 'production', 'new')
+    assert.equal((await get(key)).status, 200)
+  })
+
+  it('an unknown key is asked of the store once within the bound', async () => {
+    const unknown = generateApiKey('production')
+    const before = server.keyLookups()
+    for (let i = 0; i < 10; i++) assert.equal((await get(unknown)).status, 401)
+    assert.equal(server.keyLookups() - before, 1)
+    clock.advance(BOUND_MS)
+    assert.equal((await get(unknown)).status, 401)
+    assert.equal(server.keyLookups() - before, 2)
+  })
+
+  it('requests that find a key stale together make one look-up', async () => {
+    const { key } = await issueApiKey(server.store.apiKeys, 'production', 'together')
+    assert.equal((await get(key)).status, 200)
+    clock.advance(BOUND_MS)
+    const before = server.keyLookups()
+    const statuses = await Promise.all(
+      Array.from({ length: 50 }, async () => (await get(key)).status),
+    )
+    assert.deepEqual(new Set(statuses), new Set([200]))
+    assert.equal(server.keyLookups() - before, 1)
+  })
+})
+
+describe('key cache: PETSTORE_KEY_CACHE_MS=0 asks the store every time', () => {
+  let server: TestServer
+
+  before(async () => {
+    server = await startServer({ keyCacheMs: 0 })
+  })
+  after(() => server.close())
+
+  it('every request is a look-up, and a revocation holds from the next request', async () => {
+    const { key, record } = await issueApiKey(server.store.apiKeys, 'production', 'uncached')
+    const headers = { authorization: `Bearer ${key}` }
+    const before = server.keyLookups()
+    for (let i = 0; i < 5; i++) {
+      assert.equal((await fetch(`${server.url}/v1/pets`, { headers })).status, 200)
+    }
+    assert.equal(server.keyLookups() - before, 5)
+    await server.store.apiKeys.revoke(record.id)
+    assert.equal((await fetch(`${server.url}/v1/pets`, { headers })).status, 401)
+  })
+})
+
+describe('key cache: bounded whatever tokens come', () => {
+  let testStore: TestStore
+  before(async () => {
+    testStore = await openTestStore()
+    await testStore.store.migrate()
+  })
+  after(async () => testStore.close())
+
+  it('each map holds at most its bound of entries', () => {
+    const clock = new ManualClock()
+    const cache = new KeyCache({ maxAgeMs: BOUND_MS, clock, maxEntries: 1000 })
+    for (let i = 0; i < 100_000; i++) {
+      cache.rememberValid(`valid-${i}`, `key_${i}`)
+      cache.rememberRefused(`refused-${i}`)
+    }
+    assert.deepEqual(cache.size, { valid: 1000, refused: 1000 })
+    // The newest entries are the ones kept.
+    assert.equal(cache.seenValid('valid-99999')?.keyId, 'key_99999')
+    assert.equal(cache.seenValid('valid-0'), undefined)
+    assert.equal(cache.refusedRecently('refused-99999'), true)
+  })
+
+  it('100,000 distinct random well-formed tokens leave the heap where 30,000 left it', async () => {
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc') as () => void
+    const verifier = createKeyVerifier({
+      env: 'production',
+      apiKeys: testStore.store.apiKeys,
+      bootstrapKeys: [],
+      cacheMs: 60_000,
+      cacheEntries: 10_000,
+    })
+    const flood = async (count: number) => {
+      for (let i = 0; i < count; i++) {
+        const check = await verifyKey(verifier, generateApiKey('production'))
+        assert.equal(check.valid, false)
+      }
+    }
+    const heapAfter = async (count: number) => {
+      await flood(count)
+      gc()
+      gc()
+      return process.memoryUsage().heapUsed
+    }
+    const at30k = await heapAfter(30_000)
+    const at100k = await heapAfter(70_000)
+    // Unbounded, 70,000 more refusals hold about 8 MiB more (a hash and a time each).
+    const grownMiB = (at100k - at30k) / 2 ** 20
+    assert.ok(grownMiB < 2, `the heap grew ${grownMiB.toFixed(1)} MiB over 70,000 more tokens`)
+  })
+})
