@@ -44,9 +44,10 @@ export class KeyCache {
     return this.#valid.get(hash)
   }
 
-  /** Whether an entry from the store is young enough to be believed. */
+  /** Whether an entry from the store is young enough to be believed (never one from the future). */
   isFresh(checkedAt: number): boolean {
-    return this.#clock.now() - checkedAt < this.#maxAgeMs
+    const age = this.#clock.now() - checkedAt
+    return age >= 0 && age < this.#maxAgeMs
   }
 
   /** Whether the store refused this hash within the bound. */
@@ -56,17 +57,26 @@ export class KeyCache {
   }
 
   /** `checkedAt`: when the store was asked (default now). */
-  rememberValid(hash: string, keyId: string, checkedAt = this.#clock.now()): SeenValid {
-    const seen = { keyId, checkedAt }
+  rememberValid(hash: string, keyId: string, checkedAt = this.#clock.now()): void {
+    if (this.#knowsLaterThan(hash, checkedAt)) return
     this.#refused.delete(hash)
-    insertBounded(this.#valid, hash, seen, this.#maxEntries)
-    return seen
+    insertBounded(this.#valid, hash, { keyId, checkedAt }, this.#maxEntries)
   }
 
   rememberRefused(hash: string, refusedAt = this.#clock.now()): void {
+    if (this.#knowsLaterThan(hash, refusedAt)) return
     this.#valid.delete(hash)
     // With no bound there is nothing to believe later: keep nothing.
     if (this.#maxAgeMs > 0) insertBounded(this.#refused, hash, refusedAt, this.#maxEntries)
+  }
+
+  /** A slow answer arriving after a later one must not replace it. */
+  #knowsLaterThan(hash: string, at: number): boolean {
+    const seen = this.#valid.get(hash)
+    const refusedAt = this.#refused.get(hash)
+    return (
+      (seen !== undefined && seen.checkedAt > at) || (refusedAt !== undefined && refusedAt > at)
+    )
   }
 
   /** Entries held, for tests of the bound. */

@@ -7,7 +7,7 @@
 // In two steps, so that the auth step can refuse a client over its failed-authentication limit
 // between them, having asked nothing of the store (plugins/auth.ts).
 
-import { type Clock, systemClock } from '../clock.ts'
+import type { Clock } from '../clock.ts'
 import {
   type DeploymentEnv,
   hashApiKey,
@@ -17,7 +17,14 @@ import {
 import type { ApiKeyRepository, KeyLookupObserver } from '../store/store.ts'
 import { KeyCache } from './key-cache.ts'
 
-export type KeyCheck = { valid: true; keyId: string } | { valid: false; reason: string }
+/**
+ * A refusal is `unknown` when the token could have been a key and is not one (not among the
+ * environment's keys, or not active in the store), as against one refused by its form alone
+ * (malformed, of the other environment, empty): only the former are guesses (D3).
+ */
+export type KeyCheck =
+  | { valid: true; keyId: string }
+  | { valid: false; reason: string; unknown?: true }
 
 /** A token only the store can judge: its hash, and whether this process has seen it valid. */
 export interface StoreLookup {
@@ -34,9 +41,12 @@ export interface KeyVerifier {
   fromStore(lookup: StoreLookup): Promise<KeyCheck>
 }
 
+const MONOTONIC: Clock = { now: () => performance.now() }
+
 const NOT_VALID: KeyCheck = {
   valid: false,
   reason: 'the API key is not valid or has been revoked',
+  unknown: true,
 }
 
 export interface KeyVerifierOptions {
@@ -64,20 +74,20 @@ export function createKeyVerifier(options: KeyVerifierOptions): KeyVerifier {
       .filter((key) => acceptable(parseApiKey(key), env))
       .map((key) => [key, environmentKeyId(key)] as const),
   )
-  const clock = options.clock ?? systemClock
+  // Ages are measured on a monotonic clock: a wall clock stepped back would make old answers
+  // young again.
+  const clock = options.clock ?? MONOTONIC
   const cache = new KeyCache({
     maxAgeMs: options.cacheMs ?? 0,
     clock,
     ...(options.cacheEntries === undefined ? {} : { maxEntries: options.cacheEntries }),
   })
   // One question to the store per hash at a time: when a busy key's answer expires, the
-  // requests that find it stale wait for one look-up rather than each making their own.
-  const asking = new Map<string, Promise<KeyCheck>>()
+  // requests that find it stale wait for one look-up rather than each making their own, as long
+  // as that question is younger than the bound (a slow answer is not shared past it).
+  const asking = new Map<string, { askedAt: number; answer: Promise<KeyCheck> }>()
 
-  async function ask(hash: string): Promise<KeyCheck> {
-    // The answer is as old as the question: a revocation committed while the query ran may not
-    // be in it, so the bound runs from before the query.
-    const askedAt = clock.now()
+  async function ask(hash: string, askedAt: number): Promise<KeyCheck> {
     const keyId = await apiKeys.findActiveByHash(hash)
     observer?.lookedUp(keyId !== undefined)
     if (keyId === undefined) {
@@ -111,9 +121,14 @@ export function createKeyVerifier(options: KeyVerifierOptions): KeyVerifier {
 
     fromStore({ hash }) {
       const pending = asking.get(hash)
-      if (pending !== undefined) return pending
-      const answer = ask(hash).finally(() => asking.delete(hash))
-      asking.set(hash, answer)
+      if (pending !== undefined && cache.isFresh(pending.askedAt)) return pending.answer
+      // The answer is as old as the question: a revocation committed while the query ran may
+      // not be in it, so the bound runs from before the query.
+      const askedAt = clock.now()
+      const answer: Promise<KeyCheck> = ask(hash, askedAt).finally(() => {
+        if (asking.get(hash)?.answer === answer) asking.delete(hash)
+      })
+      asking.set(hash, { askedAt, answer })
       return answer
     },
   }

@@ -10,6 +10,7 @@ import type { Lifecycle } from '../lifecycle.ts'
 import { answerClusterScrapes, createMetrics } from '../observability/metrics.ts'
 import { listenForScrapes, type MetricsServer } from '../observability/metrics-server.ts'
 import { installedTracing } from '../observability/tracing/installed.ts'
+import { AUTH_FAILURES_NAMESPACE } from '../rate-limit/auth-failures.ts'
 import { MemoryWindowCounter, type WindowCounter } from '../rate-limit/counter.ts'
 import { openStore } from '../store/open.ts'
 import { type ComposedApp, composeApp } from './compose.ts'
@@ -46,7 +47,7 @@ async function counters(config: Pick<Config, 'redis' | 'rateLimit' | 'authFailur
   }
   return {
     rateLimitCounter: counter,
-    authFailureCounter: counter.sibling('authfail'),
+    authFailureCounter: counter.sibling(AUTH_FAILURES_NAMESPACE),
     announce,
   }
 }

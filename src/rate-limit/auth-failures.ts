@@ -11,7 +11,7 @@
 // past the limit).
 //
 // Fail open, as the request budget does: a counter that fails lets the failure go uncounted.
-import { isIPv4 } from 'node:net'
+import { isIPv4, isIPv6 } from 'node:net'
 import type { Clock } from '../clock.ts'
 import { OutageLog, type OutageLogger, type OutageMessages } from '../outage-log.ts'
 import type { WindowCounter } from './counter.ts'
@@ -25,6 +25,9 @@ export interface AuthFailureLimitOptions {
   /** Addresses refused at once, at most; default 100,000. */
   maxRefused?: number
 }
+
+/** The counts' namespace in Redis: `<prefix>authfail:60:<window>:<address>` (redis.ts). */
+export const AUTH_FAILURES_NAMESPACE = 'authfail'
 
 /** How an outage of the counter reads in the log. */
 export const FAILURE_COUNTER_OUTAGE: OutageMessages = {
@@ -59,7 +62,7 @@ export class AuthFailureLimit {
   }
 
   /** Seconds until the address may try again, or undefined when it is not refused. */
-  refusedFor(address: string): number | undefined {
+  refusedFor(address: string | undefined): number | undefined {
     const now = this.#clock.now()
     this.#enter(Math.floor(now / this.#windowMs))
     if (!this.#refused.has(addressKey(address))) return undefined
@@ -67,7 +70,7 @@ export class AuthFailureLimit {
   }
 
   /** Counts one failed authentication from `address`; resolves once counted (or not, failing open). */
-  async failed(address: string, log: OutageLogger): Promise<void> {
+  async failed(address: string | undefined, log: OutageLogger): Promise<void> {
     const key = addressKey(address)
     const window = Math.floor(this.#clock.now() / this.#windowMs)
     let count: number
@@ -102,26 +105,39 @@ export class AuthFailureLimit {
 /**
  * What one client is counted as: an IPv4 address, or an IPv6 address's /64 prefix, since one
  * host is commonly given a whole /64 (RFC 6177, RFC 7421) and could otherwise take a new address
- * for every attempt. IPv4-mapped IPv6 (`::ffff:192.0.2.1`) is the IPv4 address.
+ * for every attempt. An IPv4-mapped IPv6 address (`::ffff:192.0.2.1`, in any of its spellings)
+ * is the IPv4 address. Anything else (a balancer that wrote a port, or no address at all for a
+ * peer already gone) is counted as it is written.
  */
-export function addressKey(address: string): string {
+export function addressKey(address: string | undefined): string {
+  if (address === undefined) return ''
   if (isIPv4(address)) return address
-  const bare = address.toLowerCase().split('%')[0] as string // without a zone (`fe80::1%eth0`)
-  if (bare.startsWith('::ffff:') && isIPv4(bare.slice(7))) return bare.slice(7)
-  return `${ipv6Groups(bare).slice(0, 4).join(':')}::/64`
+  const bare = (address.split('%')[0] as string).toLowerCase() // without a zone (`fe80::1%eth0`)
+  if (!isIPv6(bare)) return address
+  const groups = ipv6Groups(bare)
+  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
+    const [high, low] = [groups[6] as number, groups[7] as number]
+    return [high >> 8, high & 0xff, low >> 8, low & 0xff].join('.')
+  }
+  return `${groups
+    .slice(0, 4)
+    .map((group) => group.toString(16))
+    .join(':')}::/64`
 }
 
-/** The eight 16-bit groups of an IPv6 address, without leading zeros. */
-function ipv6Groups(address: string): string[] {
-  const halves = address.split('::')
-  const groupsOf = (part: string | undefined): string[] =>
+/** The eight 16-bit groups of a valid IPv6 address (net.isIPv6), an embedded IPv4 as two. */
+function ipv6Groups(address: string): number[] {
+  const groupsOf = (part: string | undefined): number[] =>
     part === undefined || part === ''
       ? []
-      : part.split(':').flatMap((group) => (group.includes('.') ? ['0', '0'] : [group]))
-  const head = groupsOf(halves[0])
-  const tail = groupsOf(halves[1])
-  const missing = halves.length > 1 ? Math.max(0, 8 - head.length - tail.length) : 0
-  return [...head, ...Array<string>(missing).fill('0'), ...tail].map((group) =>
-    (Number.parseInt(group, 16) || 0).toString(16),
-  )
+      : part.split(':').flatMap((group) => {
+          if (!group.includes('.')) return [Number.parseInt(group, 16)]
+          const [a, b, c, d] = group.split('.').map(Number) as [number, number, number, number]
+          return [(a << 8) | b, (c << 8) | d]
+        })
+  const [head, tail] = address.split('::')
+  const before = groupsOf(head)
+  const after = groupsOf(tail)
+  const missing = 8 - before.length - after.length
+  return [...before, ...Array<number>(missing).fill(0), ...after]
 }

@@ -10,7 +10,7 @@ export interface WindowCounter {
 /**
  * Counts for the current window only: a new window starts every count again from zero. At most
  * `maxKeys` counts are held (unbounded unless given): past it the oldest count is forgotten, so
- * counting client addresses stays bounded in memory whatever the number of addresses.
+ * counting client addresses (D3) stays bounded in memory whatever the number of addresses.
  */
 export class MemoryWindowCounter implements WindowCounter {
   readonly #maxKeys: number

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { after, before, describe, it } from 'node:test'
 import { generateApiKey } from '../../src/contract/api-key.ts'
-import { addressKey } from '../../src/rate-limit/auth-failures.ts'
+import { AUTH_FAILURES_NAMESPACE, addressKey } from '../../src/rate-limit/auth-failures.ts'
 import { RedisWindowCounter } from '../../src/rate-limit/redis.ts'
 import {
   adminClient,
@@ -107,16 +107,34 @@ describe('failed authentications: limited per client address', () => {
     assert.equal(server.keyLookups(), lookupsBefore, 'no key was looked up for a refused address')
   })
 
-  it('every kind of refusal is 429 from a refused address: no key, a malformed one, an opaque one', async () => {
-    assert.equal((await send(server)).status, 429)
-    assert.equal((await send(server, { key: 'not-a-key' })).status, 429)
+  it('from a refused address, a guess is 429; a request without a key or with a key wrong by its form is told so', async () => {
+    assert.equal((await send(server, { key: 'not-a-key-of-any-environment' })).status, 429)
+    const missing = await send(server)
+    assert.equal(missing.status, 401)
+    assert.match(missing.body.message ?? '', /an API key is required/)
     const corrupt = `${generateApiKey('production').slice(0, -1)}0`
-    assert.equal((await send(server, { key: corrupt })).status, 429)
+    const malformed = await send(server, { key: corrupt })
+    assert.equal(malformed.status, 401)
+    assert.equal(malformed.body.message, 'the API key is malformed')
+    const staging = await send(server, { key: generateApiKey('staging') })
+    assert.equal(staging.status, 401)
+    assert.equal(staging.body.message, 'the API key is a staging key; this is production')
   })
 
   it('a key this process knows valid still works from the refused address', async () => {
     const answer = await send(server, { key: server.key })
     assert.equal(answer.status, 200)
+  })
+
+  it('requests without a key, or with one wrong by its form, are not counted', async () => {
+    const from = '127.0.0.4'
+    for (let i = 0; i < 2 * LIMIT; i++) {
+      assert.equal((await send(server, { from })).status, 401)
+      const corrupt = `${generateApiKey('production').slice(0, -1)}0`
+      assert.equal((await send(server, { from, key: corrupt })).status, 401)
+      assert.equal((await send(server, { from, key: generateApiKey('staging') })).status, 401)
+    }
+    assert.equal((await send(server, { from, key: generateApiKey('production') })).status, 401)
   })
 
   it('another address is not refused', async () => {
@@ -128,8 +146,8 @@ describe('failed authentications: limited per client address', () => {
     assert.equal((await send(server, { key: generateApiKey('production') })).status, 401)
     assert.ok(server.metricsUrl !== undefined)
     const text = await (await fetch(server.metricsUrl)).text()
-    assert.match(text, /^petstore_auth_failure_limited_total 23$/m)
-    assert.match(text, /^petstore_api_key_lookups_total\{result="unknown"\} 6$/m)
+    assert.match(text, /^petstore_auth_failure_limited_total 21$/m)
+    assert.match(text, /^petstore_api_key_lookups_total\{result="unknown"\} 7$/m)
     // The server's key: verified before the flood, and again from the refused address, its answer
     // having outlived the bound (a key seen valid is worth one look-up; no other token is).
     assert.match(text, /^petstore_api_key_lookups_total\{result="active"\} 2$/m)
@@ -187,6 +205,17 @@ describe('failed authentications: what counts as one address', () => {
     assert.equal(addressKey('::1'), '0:0:0:0::/64')
     assert.equal(addressKey('fe80::1%eth0'), 'fe80:0:0:0::/64')
     assert.equal(addressKey('64:ff9b::192.0.2.1'), '64:ff9b:0:0::/64')
+    // Every spelling of an IPv4-mapped address is the IPv4 address.
+    assert.equal(addressKey('::ffff:102:304'), '1.2.3.4')
+    assert.equal(addressKey('0:0:0:0:0:ffff:1.2.3.4'), '1.2.3.4')
+    assert.equal(addressKey('::FFFF:0102:0304'), '1.2.3.4')
+  })
+
+  it('what is not an address is counted as written, never as another client', () => {
+    assert.equal(addressKey('1.2.3.4:5678'), '1.2.3.4:5678')
+    assert.equal(addressKey('[2001:db8::1]'), '[2001:db8::1]')
+    assert.equal(addressKey('unknown'), 'unknown')
+    assert.equal(addressKey(undefined), '')
   })
 })
 
@@ -206,7 +235,7 @@ await describeWithRedis('failed authentications: counted in Redis, shared by ins
         await startServer({
           clock,
           authFailureLimit: LIMIT,
-          authFailureCounter: counter.sibling('authfail'),
+          authFailureCounter: counter.sibling(AUTH_FAILURES_NAMESPACE),
         }),
       )
     }
@@ -227,7 +256,7 @@ await describeWithRedis('failed authentications: counted in Redis, shared by ins
     assert.deepEqual(await failTimes(a, 2), [401, 429])
     const window = Math.floor(WINDOW_START / 60_000)
     const key = (counters[0] as RedisWindowCounter)
-      .sibling('authfail')
+      .sibling(AUTH_FAILURES_NAMESPACE)
       .keyFor('127.0.0.1', window, 60)
     assert.equal(key, `${prefix}authfail:60:${window}:127.0.0.1`)
     assert.equal(await admin.get(key), '6')

@@ -455,6 +455,7 @@ describe('auth: tokens that cannot be keys never reach the store', () => {
     assert.deepEqual(check, {
       valid: false,
       reason: 'the API key is not valid or has been revoked',
+      unknown: true,
     })
     assert.equal(lookups, 0)
   })
@@ -465,6 +466,7 @@ describe('auth: tokens that cannot be keys never reach the store', () => {
     assert.deepEqual(structured, {
       valid: false,
       reason: 'the API key is not valid or has been revoked',
+      unknown: true,
     })
     assert.equal(lookups, 1)
   })

@@ -10,6 +10,7 @@ import { generateApiKey } from '../../src/contract/api-key.ts'
 import { issueApiKey } from '../../src/keys/issue.ts'
 import { KeyCache } from '../../src/keys/key-cache.ts'
 import { createKeyVerifier, verifyKey } from '../../src/keys/verifier.ts'
+import type { ApiKeyRepository } from '../../src/store/store.ts'
 import {
   ManualClock,
   openTestStore,
@@ -101,6 +102,65 @@ describe('key cache: PETSTORE_KEY_CACHE_MS=0 asks the store every time', () => {
     assert.equal(server.keyLookups() - before, 5)
     await server.store.apiKeys.revoke(record.id)
     assert.equal((await fetch(`${server.url}/v1/pets`, { headers })).status, 401)
+  })
+})
+
+describe('key cache: never believed past the bound', () => {
+  /** A repository whose look-ups wait until the test answers them. */
+  function heldLookups() {
+    const waiting: ((keyId: string | undefined) => void)[] = []
+    const apiKeys = {
+      findActiveByHash: () => new Promise<string | undefined>((resolve) => waiting.push(resolve)),
+    } as unknown as ApiKeyRepository // only the look-up is reached
+    return { apiKeys, waiting }
+  }
+
+  it('a look-up older than the bound is not shared: a request after it asks again', async () => {
+    const clock = new ManualClock()
+    const held = heldLookups()
+    const verifier = createKeyVerifier({
+      env: 'production',
+      apiKeys: held.apiKeys,
+      bootstrapKeys: [],
+      cacheMs: BOUND_MS,
+      clock,
+    })
+    const key = generateApiKey('production')
+    const first = verifyKey(verifier, key)
+    clock.advance(BOUND_MS - 1)
+    const joined = verifyKey(verifier, key)
+    assert.equal(held.waiting.length, 1, 'within the bound, one question')
+    clock.advance(1)
+    const later = verifyKey(verifier, key)
+    assert.equal(held.waiting.length, 2, 'past it, a question of its own')
+    // The later question (after a revocation) is answered first; the slow one arrives after it.
+    held.waiting[1]?.(undefined)
+    assert.equal((await later).valid, false)
+    held.waiting[0]?.('key_000000000001')
+    assert.equal((await first).valid, true)
+    assert.equal((await joined).valid, true)
+    assert.equal((await verifyKey(verifier, key)).valid, false, 'the later answer is kept')
+  })
+
+  it('an answer from the future, after the clock went back, is not believed', async () => {
+    const clock = new ManualClock()
+    const held = heldLookups()
+    const verifier = createKeyVerifier({
+      env: 'production',
+      apiKeys: held.apiKeys,
+      bootstrapKeys: [],
+      cacheMs: BOUND_MS,
+      clock,
+    })
+    const key = generateApiKey('production')
+    const first = verifyKey(verifier, key)
+    held.waiting[0]?.('key_000000000001')
+    assert.equal((await first).valid, true)
+    clock.advance(-60_000)
+    const again = verifyKey(verifier, key)
+    assert.equal(held.waiting.length, 2, 'asked again')
+    held.waiting[1]?.(undefined)
+    assert.equal((await again).valid, false)
   })
 })
 

@@ -27,47 +27,57 @@ export interface AuthFailureOptions {
 /**
  * The operations' first check (plugins/operations.ts). A callback hook rather than an async one:
  * a key memory knows is checked synchronously, and then the request goes on without a promise
- * and a microtask. Only a key memory cannot judge costs a look-up in the store (keys/verifier.ts),
- * and never for an address over its failed-authentication limit, unless it is a key this process
- * has seen valid (D3).
+ * and a microtask. Only a key memory cannot judge costs a look-up in the store (keys/verifier.ts).
+ *
+ * D3: what is counted against the client's address, and refused 429 once it is past its limit,
+ * is a token that could have been a key and is not: one unknown to the store or not among the
+ * environment's keys. A request without a key, a malformed key or one of the other environment
+ * is told so, as always: they cost no look-up, and no guess of that kind can succeed. A key this
+ * process has seen valid is checked as usual from an address past its limit.
  */
 export function authenticate(
   verifier: KeyVerifier,
   failures?: AuthFailureOptions,
 ): onRequestHookHandler {
-  const refuse = failures === undefined ? refuseNow : countAndRefuse(failures)
+  const refuseUnknown = failures === undefined ? refuseNow : countAndRefuse(failures)
   return function authenticate(request, _reply, done) {
     const header = request.headers.authorization
     const refusal = refuseField(request, header)
-    const token = refusal === undefined && header !== undefined ? bearerToken(header) : undefined
-    const answer =
-      token === undefined ? undefined : token === '' ? EMPTY : verifier.fromMemory(token)
-    if (answer?.valid === true) {
+    if (refusal !== undefined) {
+      done(refusal)
+      return
+    }
+    const token = header === undefined ? undefined : bearerToken(header)
+    if (token === undefined) {
+      done(missingKey(header))
+      return
+    }
+    const answer = token === '' ? EMPTY : verifier.fromMemory(token)
+    if (answer.valid === true) {
       request.apiKeyId = answer.keyId
       done()
       return
     }
-    if (failures !== undefined) {
-      const waitSeconds = failures.limit.refusedFor(request.ip)
-      if (waitSeconds !== undefined && !(answer?.valid === undefined && answer?.seenValid)) {
-        failures.observer?.refused()
-        done(tooManyFailures(failures.limit, waitSeconds))
-        return
-      }
+    if (answer.valid === false && !answer.unknown) {
+      done(invalidKey(answer.reason))
+      return
     }
-    if (answer === undefined) {
-      refuse(request, refusal ?? missingKey(header), done)
+    const waitSeconds = failures?.limit.refusedFor(request.ip)
+    const seenValid = answer.valid === undefined && answer.seenValid
+    if (failures !== undefined && waitSeconds !== undefined && !seenValid) {
+      failures.observer?.refused()
+      done(tooManyFailures(failures.limit, waitSeconds))
       return
     }
     if (answer.valid === false) {
-      refuse(request, invalidKey(answer.reason), done)
+      refuseUnknown(request, invalidKey(answer.reason), done)
       return
     }
     verifier.fromStore(answer).then((check) => {
       if (check.valid) {
         request.apiKeyId = check.keyId
         done()
-      } else refuse(request, invalidKey(check.reason), done)
+      } else refuseUnknown(request, invalidKey(check.reason), done)
     }, done)
   }
 }
@@ -78,14 +88,11 @@ function refuseNow(_request: FastifyRequest, error: ApiError, done: (err?: Error
   done(error)
 }
 
-/** A 401 counts against the client's address before it is sent; other refusals do not. */
+/** The 401 counts against the client's address before it is sent (failing open, D3). */
 function countAndRefuse({ limit }: AuthFailureOptions): Refuse {
   return (request, error, done) => {
-    if (error.statusCode !== 401) {
-      done(error)
-      return
-    }
-    limit.failed(request.ip, request.log).then(() => done(error))
+    const sent = () => done(error)
+    limit.failed(request.ip, request.log).then(sent, sent)
   }
 }
 
