@@ -32,6 +32,8 @@ export interface StoreLookup {
   readonly hash: string
   /** Seen valid before (the answer has outlived the bound): a real key, worth re-checking. */
   readonly seenValid: boolean
+  /** The store is being asked about it already: this request waits for that answer. */
+  readonly asked: boolean
 }
 
 export interface KeyVerifier {
@@ -87,6 +89,12 @@ export function createKeyVerifier(options: KeyVerifierOptions): KeyVerifier {
   // as that question is younger than the bound (a slow answer is not shared past it).
   const asking = new Map<string, { askedAt: number; answer: Promise<KeyCheck> }>()
 
+  /** Whether a question about `hash` is in flight and young enough to share. */
+  function askingNow(hash: string): boolean {
+    const pending = asking.get(hash)
+    return pending !== undefined && cache.isFresh(pending.askedAt)
+  }
+
   async function ask(hash: string, askedAt: number): Promise<KeyCheck> {
     const keyId = await apiKeys.findActiveByHash(hash)
     observer?.lookedUp(keyId !== undefined)
@@ -116,12 +124,12 @@ export function createKeyVerifier(options: KeyVerifierOptions): KeyVerifier {
         return { valid: true, keyId: seen.keyId }
       }
       if (cache.refusedRecently(hash)) return NOT_VALID
-      return { valid: undefined, hash, seenValid: seen !== undefined }
+      return { valid: undefined, hash, seenValid: seen !== undefined, asked: askingNow(hash) }
     },
 
     fromStore({ hash }) {
       const pending = asking.get(hash)
-      if (pending !== undefined && cache.isFresh(pending.askedAt)) return pending.answer
+      if (pending !== undefined && askingNow(hash)) return pending.answer
       // The answer is as old as the question: a revocation committed while the query ran may
       // not be in it, so the bound runs from before the query.
       const askedAt = clock.now()

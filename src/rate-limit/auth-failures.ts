@@ -1,14 +1,15 @@
 // D3: failed authentications are limited per client address (OWASP API Security Top 10 2023,
-// API2 and API4). Each 401 from the auth step counts against the address it came from, in fixed
+// API2 and API4). Each 401 for an unknown key counts against the address it came from, in fixed
 // windows of one minute like the request budget (D12): in memory for one process, in Redis when
 // REDIS_URL is set, so the fleet shares the count. Once an address reaches the limit it is
 // refused, in this process, until its window ends: the auth step then answers 429 without asking
 // the store for any key it does not already know valid (plugins/auth.ts).
 //
-// Which addresses a refusal covers is kept here, in memory, rather than read from the counter on
-// every request: a request with a valid key pays nothing for the limit, and another instance
-// learns of a refused address at the address's next failure there (the shared count is already
-// past the limit).
+// Each address's count, as the counter last gave it to this process, is kept here, with the
+// look-ups of unknown keys it has in flight, rather than read from the counter on every request:
+// a request with a valid key pays nothing for the limit, and another instance learns of a
+// refused address at the address's next failure there (the shared count is already past the
+// limit).
 //
 // Fail open, as the request budget does: a counter that fails lets the failure go uncounted.
 import { isIPv4, isIPv6 } from 'node:net'
@@ -22,8 +23,8 @@ export interface AuthFailureLimitOptions {
   windowSeconds: number
   counter: WindowCounter
   clock: Clock
-  /** Addresses refused at once, at most; default 100,000. */
-  maxRefused?: number
+  /** Addresses whose counts are kept in this process a window, at most; default 100,000. */
+  maxAddresses?: number
 }
 
 /** The counts' namespace in Redis: `<prefix>authfail:60:<window>:<address>` (redis.ts). */
@@ -45,19 +46,25 @@ export class AuthFailureLimit {
   readonly #windowMs: number
   readonly #counter: WindowCounter
   readonly #clock: Clock
-  readonly #maxRefused: number
+  readonly #maxAddresses: number
   readonly #outages: OutageLog
-  /** Addresses refused in #window; emptied when a new window starts. */
-  readonly #refused = new Set<string>()
+  /** Each address's count as the counter last gave it in #window; emptied when a new one starts. */
+  readonly #counted = new Map<string, number>()
+  /**
+   * Look-ups of unknown keys in flight, by address: each may yet fail, so each is counted until
+   * it has, or else a client's concurrent guesses would all pass the check before the first
+   * failure is counted.
+   */
+  readonly #lookingUp = new Map<string, number>()
   #window = -1
 
-  constructor({ limit, windowSeconds, counter, clock, maxRefused }: AuthFailureLimitOptions) {
+  constructor({ limit, windowSeconds, counter, clock, maxAddresses }: AuthFailureLimitOptions) {
     this.limit = limit
     this.windowSeconds = windowSeconds
     this.#windowMs = windowSeconds * 1000
     this.#counter = counter
     this.#clock = clock
-    this.#maxRefused = maxRefused ?? 100_000
+    this.#maxAddresses = maxAddresses ?? 100_000
     this.#outages = new OutageLog(clock, FAILURE_COUNTER_OUTAGE)
   }
 
@@ -65,8 +72,20 @@ export class AuthFailureLimit {
   refusedFor(address: string | undefined): number | undefined {
     const now = this.#clock.now()
     this.#enter(Math.floor(now / this.#windowMs))
-    if (!this.#refused.has(addressKey(address))) return undefined
-    return this.#secondsToReset(now)
+    const key = addressKey(address)
+    const failures = (this.#counted.get(key) ?? 0) + (this.#lookingUp.get(key) ?? 0)
+    return failures < this.limit ? undefined : this.#secondsToReset(now)
+  }
+
+  /** A look-up of an unknown key from `address` starts; call what it returns once it is over. */
+  lookingUp(address: string | undefined): () => void {
+    const key = addressKey(address)
+    this.#lookingUp.set(key, (this.#lookingUp.get(key) ?? 0) + 1)
+    return () => {
+      const left = (this.#lookingUp.get(key) ?? 1) - 1
+      if (left === 0) this.#lookingUp.delete(key)
+      else this.#lookingUp.set(key, left)
+    }
   }
 
   /** Counts one failed authentication from `address`; resolves once counted (or not, failing open). */
@@ -81,20 +100,22 @@ export class AuthFailureLimit {
       return
     }
     this.#outages.succeeded(log)
-    if (count < this.limit) return
     this.#enter(window)
     if (window !== this.#window) return // the window ended while counting
-    if (this.#refused.size >= this.#maxRefused) {
-      const oldest = this.#refused.values().next()
-      if (!oldest.done) this.#refused.delete(oldest.value)
+    // Counts of one address may come back out of order; the highest is the latest.
+    const highest = Math.max(count, this.#counted.get(key) ?? 0)
+    this.#counted.delete(key)
+    this.#counted.set(key, highest)
+    if (this.#counted.size > this.#maxAddresses) {
+      const oldest = this.#counted.keys().next()
+      if (!oldest.done) this.#counted.delete(oldest.value)
     }
-    this.#refused.add(key)
   }
 
   #enter(window: number): void {
     if (window <= this.#window) return
     this.#window = window
-    this.#refused.clear()
+    this.#counted.clear()
   }
 
   #secondsToReset(now: number): number {

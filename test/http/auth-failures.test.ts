@@ -7,8 +7,10 @@ import assert from 'node:assert/strict'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { after, before, describe, it } from 'node:test'
 import { generateApiKey } from '../../src/contract/api-key.ts'
+import { issueApiKey } from '../../src/keys/issue.ts'
 import { AUTH_FAILURES_NAMESPACE, addressKey } from '../../src/rate-limit/auth-failures.ts'
 import { RedisWindowCounter } from '../../src/rate-limit/redis.ts'
+import { failingStore } from '../helpers/failing-store.ts'
 import {
   adminClient,
   deleteKeys,
@@ -16,7 +18,13 @@ import {
   REDIS_URL,
   uniquePrefix,
 } from '../helpers/redis.ts'
-import { ManualClock, startServer, type TestServer } from '../helpers/server.ts'
+import {
+  ManualClock,
+  openTestStore,
+  startServer,
+  type TestServer,
+  type TestStore,
+} from '../helpers/server.ts'
 
 const LIMIT = 5
 /** The start of a one-minute window, so that no test crosses one by accident. */
@@ -151,6 +159,61 @@ describe('failed authentications: limited per client address', () => {
     // The server's key: verified before the flood, and again from the refused address, its answer
     // having outlived the bound (a key seen valid is worth one look-up; no other token is).
     assert.match(text, /^petstore_api_key_lookups_total\{result="active"\} 2$/m)
+  })
+})
+
+describe('failed authentications: guesses in flight count', () => {
+  const clock = new ManualClock(WINDOW_START)
+  const waiting: (() => void)[] = []
+  let testStore: TestStore
+  let server: TestServer
+
+  before(async () => {
+    testStore = await openTestStore()
+    // Every look-up waits until the test lets it go, as on a busy database.
+    const real = testStore.store.apiKeys
+    const held = failingStore(testStore.store, {
+      apiKeys: {
+        findActiveByHash: (hash) =>
+          new Promise((resolve) => waiting.push(() => resolve(real.findActiveByHash(hash)))),
+      },
+    })
+    server = await startServer({ store: held, clock, authFailureLimit: LIMIT })
+  })
+  after(async () => {
+    await server.close()
+    await testStore.close()
+  })
+
+  /** Resolves once `count` look-ups have been asked for. */
+  async function lookupsAsked(count: number): Promise<void> {
+    while (server.keyLookups() < count) await new Promise((resolve) => setImmediate(resolve))
+  }
+
+  it(`${4 * LIMIT} guesses at once: ${LIMIT} are looked up, the others refused 429 at once`, async () => {
+    const answers = Array.from({ length: 4 * LIMIT }, () =>
+      send(server, { key: generateApiKey('production'), from: '127.0.0.5' }),
+    )
+    await lookupsAsked(LIMIT)
+    const refused = await Promise.all(answers.slice(LIMIT))
+    assert.deepEqual(new Set(refused.map((a) => a.status)), new Set([429]))
+    for (const release of waiting.splice(0)) release()
+    const looked = await Promise.all(answers.slice(0, LIMIT))
+    assert.deepEqual(new Set(looked.map((a) => a.status)), new Set([401]))
+    assert.equal(server.keyLookups(), LIMIT)
+  })
+
+  it('requests with one new key at once are one look-up, and none is refused', async () => {
+    const { key } = await issueApiKey(server.store.apiKeys, 'production', 'busy')
+    const answers = Array.from({ length: 4 * LIMIT }, () =>
+      send(server, { key, from: '127.0.0.6' }),
+    )
+    const before = server.keyLookups()
+    await lookupsAsked(before + 1)
+    for (const release of waiting.splice(0)) release()
+    const statuses = (await Promise.all(answers)).map((a) => a.status)
+    assert.deepEqual(new Set(statuses), new Set([200]))
+    assert.equal(server.keyLookups(), before + 1)
   })
 })
 

@@ -3,7 +3,7 @@
 import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { AUTHORIZATION_MAX_LENGTH } from '../../contract/limits.ts'
 import { ApiError } from '../../errors.ts'
-import type { KeyCheck, KeyVerifier } from '../../keys/verifier.ts'
+import type { KeyCheck, KeyVerifier, StoreLookup } from '../../keys/verifier.ts'
 import type { AuthFailureObserver } from '../../observability/metrics.ts'
 import type { AuthFailureLimit } from '../../rate-limit/auth-failures.ts'
 
@@ -41,18 +41,11 @@ export function authenticate(
 ): onRequestHookHandler {
   const refuseUnknown = failures === undefined ? refuseNow : countAndRefuse(failures)
   return function authenticate(request, _reply, done) {
-    const header = request.headers.authorization
-    const refusal = refuseField(request, header)
-    if (refusal !== undefined) {
-      done(refusal)
+    const answer = answerFromMemory(request, verifier)
+    if (answer instanceof ApiError) {
+      done(answer)
       return
     }
-    const token = header === undefined ? undefined : bearerToken(header)
-    if (token === undefined) {
-      done(missingKey(header))
-      return
-    }
-    const answer = token === '' ? EMPTY : verifier.fromMemory(token)
     if (answer.valid === true) {
       request.apiKeyId = answer.keyId
       done()
@@ -62,36 +55,92 @@ export function authenticate(
       done(invalidKey(answer.reason))
       return
     }
-    const waitSeconds = failures?.limit.refusedFor(request.ip)
     const seenValid = answer.valid === undefined && answer.seenValid
-    if (failures !== undefined && waitSeconds !== undefined && !seenValid) {
+    const waitSeconds = seenValid ? undefined : failures?.limit.refusedFor(request.ip)
+    if (failures !== undefined && waitSeconds !== undefined) {
       failures.observer?.refused()
       done(tooManyFailures(failures.limit, waitSeconds))
       return
     }
-    if (answer.valid === false) {
-      refuseUnknown(request, invalidKey(answer.reason), done)
-      return
-    }
-    verifier.fromStore(answer).then((check) => {
-      if (check.valid) {
-        request.apiKeyId = check.keyId
-        done()
-      } else refuseUnknown(request, invalidKey(check.reason), done)
-    }, done)
+    if (answer.valid === false) refuseUnknown(request, invalidKey(answer.reason), done)
+    else askStore(request, verifier, answer, failures, refuseUnknown, done)
   }
 }
 
-type Refuse = (request: FastifyRequest, error: ApiError, done: (err?: Error) => void) => void
+/** What can be told without the store: a refusal of the field, or the verifier's answer. */
+function answerFromMemory(
+  request: FastifyRequest,
+  verifier: KeyVerifier,
+): ApiError | KeyCheck | StoreLookup {
+  const header = request.headers.authorization
+  const refusal = refuseField(request, header)
+  if (refusal !== undefined) return refusal
+  const token = header === undefined ? undefined : bearerToken(header)
+  if (token === undefined) return missingKey(header)
+  return token === '' ? EMPTY : verifier.fromMemory(token)
+}
 
-function refuseNow(_request: FastifyRequest, error: ApiError, done: (err?: Error) => void): void {
+/**
+ * The store's answer. A guess being looked up counts against its address until it is answered
+ * (a question already asked about the same key adds none), so that a client's concurrent guesses
+ * do not all pass the limit before the first failure is counted.
+ */
+function askStore(
+  request: FastifyRequest,
+  verifier: KeyVerifier,
+  lookup: StoreLookup,
+  failures: AuthFailureOptions | undefined,
+  refuseUnknown: Refuse,
+  done: (err?: Error) => void,
+): void {
+  const answered =
+    failures === undefined || lookup.seenValid || lookup.asked
+      ? noop
+      : failures.limit.lookingUp(request.ip)
+  verifier.fromStore(lookup).then(
+    (check) => {
+      if (!check.valid) {
+        refuseUnknown(request, invalidKey(check.reason), done, answered)
+        return
+      }
+      answered()
+      request.apiKeyId = check.keyId
+      done()
+    },
+    (err: Error) => {
+      answered()
+      done(err)
+    },
+  )
+}
+
+function noop(): void {}
+
+/** Sends the 401; `counted` runs once the failure is counted, before it is sent. */
+type Refuse = (
+  request: FastifyRequest,
+  error: ApiError,
+  done: (err?: Error) => void,
+  counted?: () => void,
+) => void
+
+function refuseNow(
+  _request: FastifyRequest,
+  error: ApiError,
+  done: (err?: Error) => void,
+  counted: () => void = noop,
+): void {
+  counted()
   done(error)
 }
 
 /** The 401 counts against the client's address before it is sent (failing open, D3). */
 function countAndRefuse({ limit }: AuthFailureOptions): Refuse {
-  return (request, error, done) => {
-    const sent = () => done(error)
+  return (request, error, done, counted = noop) => {
+    const sent = () => {
+      counted()
+      done(error)
+    }
     limit.failed(request.ip, request.log).then(sent, sent)
   }
 }
