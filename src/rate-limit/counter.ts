@@ -1,6 +1,7 @@
 /**
- * Counts requests (or failures) per key in fixed windows. `hit` adds one request to the key's count for the
- * window and returns the count so far. One instance counts in memory; many share Redis.
+ * Counts requests (D12) or failed authentications (D3) per key in fixed windows. `hit` adds one
+ * to the key's count for the window and returns the count so far. One instance counts in memory;
+ * many share Redis.
  */
 export interface WindowCounter {
   hit(key: string, window: number, windowSeconds: number): Promise<number>

@@ -1,5 +1,6 @@
 // D2: bearer API keys, checked before validation and before any look-up. A 401 carries the
-// Error body and an RFC 6750 §3 challenge; `error="invalid_token"` only when a key came.
+// Error body and an RFC 6750 §3 challenge; `error="invalid_token"` only when a key came. D3:
+// failed guesses are limited per client address, and a known key costs no look-up.
 import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { AUTHORIZATION_MAX_LENGTH } from '../../contract/limits.ts'
 import { ApiError } from '../../errors.ts'
