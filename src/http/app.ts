@@ -174,6 +174,7 @@ function authFailureLimit(
       windowSeconds: 60,
       counter: parts.authFailureCounter ?? new MemoryWindowCounter(100_000),
       clock,
+      ...(metrics ? { health: metrics.authFailures } : {}),
     }),
     ...(metrics ? { observer: metrics.authFailures } : {}),
   }

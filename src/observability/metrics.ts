@@ -14,6 +14,7 @@ import {
   Histogram,
   Registry,
 } from 'prom-client'
+import type { CounterHealth } from '../rate-limit/auth-failures.ts'
 import type { KeyLookupObserver, PoolStats, StoreObserver } from '../store/store.ts'
 import type { Scrape } from './metrics-server.ts'
 import { RequestDurations } from './request-durations.ts'
@@ -33,8 +34,8 @@ export interface RateLimitObserver {
   failingOpen(failing: boolean): void
 }
 
-/** What the failed-authentication limit reports (plugins/auth.ts, D3). */
-export interface AuthFailureObserver {
+/** What the failed-authentication limit reports (plugins/auth.ts, auth-failures.ts, D3). */
+export interface AuthFailureObserver extends CounterHealth {
   /** A request from an address over its limit was refused 429. */
   refused(): void
 }
@@ -112,6 +113,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     help: 'Requests refused 429 because their client address reached its limit of failed authentications.',
     registers,
   })
+  const failureCounterFailOpen = new Gauge({
+    name: 'petstore_auth_failure_counter_fail_open',
+    help: '1 while the failed-authentication counter (Redis) fails and failures go uncounted.',
+    aggregator: 'max',
+    registers,
+  })
   const keyLookups = new Counter({
     name: 'petstore_api_key_lookups_total',
     help: 'API keys looked up in the store by hash (those memory could not answer), by whether one was active.',
@@ -170,7 +177,10 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       limited: () => rateLimited.inc(),
       failingOpen: (failing) => failOpen.set(failing ? 1 : 0),
     },
-    authFailures: { refused: () => addressesRefused.inc() },
+    authFailures: {
+      refused: () => addressesRefused.inc(),
+      failingOpen: (failing) => failureCounterFailOpen.set(failing ? 1 : 0),
+    },
     keyLookups: {
       lookedUp: (active) => (active ? activeLookups : unknownLookups).inc(),
     },

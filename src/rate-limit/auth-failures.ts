@@ -25,6 +25,13 @@ export interface AuthFailureLimitOptions {
   clock: Clock
   /** Addresses whose counts are kept in this process a window, at most; default 100,000. */
   maxAddresses?: number
+  /** Told when the counter fails (failures go uncounted) and when it answers again (metrics). */
+  health?: CounterHealth
+}
+
+/** Whether the counter is failing open, for a gauge (observability/metrics.ts). */
+export interface CounterHealth {
+  failingOpen(failing: boolean): void
 }
 
 /** The counts' namespace in Redis: `<prefix>authfail:60:<window>:<address>` (redis.ts). */
@@ -48,6 +55,7 @@ export class AuthFailureLimit {
   readonly #clock: Clock
   readonly #maxAddresses: number
   readonly #outages: OutageLog
+  readonly #health: CounterHealth | undefined
   /** Each address's count as the counter last gave it in #window; emptied when a new one starts. */
   readonly #counted = new Map<string, number>()
   /**
@@ -58,7 +66,14 @@ export class AuthFailureLimit {
   readonly #lookingUp = new Map<string, number>()
   #window = -1
 
-  constructor({ limit, windowSeconds, counter, clock, maxAddresses }: AuthFailureLimitOptions) {
+  constructor({
+    limit,
+    windowSeconds,
+    counter,
+    clock,
+    maxAddresses,
+    health,
+  }: AuthFailureLimitOptions) {
     this.limit = limit
     this.windowSeconds = windowSeconds
     this.#windowMs = windowSeconds * 1000
@@ -66,6 +81,7 @@ export class AuthFailureLimit {
     this.#clock = clock
     this.#maxAddresses = maxAddresses ?? 100_000
     this.#outages = new OutageLog(clock, FAILURE_COUNTER_OUTAGE)
+    this.#health = health
   }
 
   /** Seconds until the address may try again, or undefined when it is not refused. */
@@ -97,9 +113,11 @@ export class AuthFailureLimit {
       count = await this.#counter.hit(key, window, this.windowSeconds)
     } catch (err) {
       this.#outages.failed(log, err)
+      this.#health?.failingOpen(true)
       return
     }
     this.#outages.succeeded(log)
+    this.#health?.failingOpen(false)
     this.#enter(window)
     if (window !== this.#window) return // the window ended while counting
     // Counts of one address may come back out of order; the highest is the latest.

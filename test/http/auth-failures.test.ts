@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test'
 import { generateApiKey } from '../../src/contract/api-key.ts'
 import { issueApiKey } from '../../src/keys/issue.ts'
 import { AUTH_FAILURES_NAMESPACE, addressKey } from '../../src/rate-limit/auth-failures.ts'
+import type { WindowCounter } from '../../src/rate-limit/counter.ts'
 import { RedisWindowCounter } from '../../src/rate-limit/redis.ts'
 import { failingStore } from '../helpers/failing-store.ts'
 import {
@@ -214,6 +215,40 @@ describe('failed authentications: guesses in flight count', () => {
     const statuses = (await Promise.all(answers)).map((a) => a.status)
     assert.deepEqual(new Set(statuses), new Set([200]))
     assert.equal(server.keyLookups(), before + 1)
+  })
+})
+
+describe('failed authentications: a counter that fails lets failures go uncounted', () => {
+  let failing = true
+  const counter: WindowCounter = {
+    hit: async () => {
+      if (failing) throw new Error('the counter is unreachable')
+      return 1
+    },
+    close: async () => {},
+  }
+  let server: TestServer
+  before(async () => {
+    server = await startServer({
+      authFailureLimit: LIMIT,
+      authFailureCounter: counter,
+      metrics: true,
+    })
+  })
+  after(() => server.close())
+
+  const gauge = async () => {
+    assert.ok(server.metricsUrl !== undefined)
+    const text = await (await fetch(server.metricsUrl)).text()
+    return /^petstore_auth_failure_counter_fail_open (\d)$/m.exec(text)?.[1]
+  }
+
+  it('fails open: every guess is a 401, and the gauge says so until the counter answers', async () => {
+    assert.deepEqual(await failTimes(server, 2 * LIMIT), Array(2 * LIMIT).fill(401))
+    assert.equal(await gauge(), '1')
+    failing = false
+    assert.deepEqual(await failTimes(server, 1), [401])
+    assert.equal(await gauge(), '0')
   })
 })
 

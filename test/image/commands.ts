@@ -10,7 +10,7 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 /** The host refuses higher limits than these, and podman's defaults are higher. */
 const ULIMITS = ['--ulimit', 'nofile=20000:20000', '--ulimit', 'nproc=4096:4096']
 
-/** What this host adds to a README command, by subcommand. */
+/** What this host adds to a command of docs/container.md, by subcommand. */
 export function hostOptions(subcommand: string, buildOptions: readonly string[]): string[] {
   if (subcommand === 'build')
     return ['--isolation', 'chroot', '--format', 'docker', ...buildOptions]
@@ -18,7 +18,7 @@ export function hostOptions(subcommand: string, buildOptions: readonly string[])
   return []
 }
 
-/** A README command (`docker <sub> …`) as podman's arguments here, after the substitutions. */
+/** A docs/container.md command (`docker <sub> …`) as podman's arguments after substitution. */
 export function podmanArgs(
   command: readonly string[],
   buildOptions: readonly string[] = [],
@@ -30,7 +30,7 @@ export function podmanArgs(
   return [subcommand, ...hostOptions(subcommand, buildOptions), ...rest]
 }
 
-/** Splits a shell line of the README into words: plain words and single or double quotes. */
+/** Splits a shell line of docs/container.md into words: plain words and single or double quotes. */
 export function words(line: string): string[] {
   const found = line.match(/'[^']*'|"[^"]*"|[^\s'"]+/g) ?? []
   return found.map((word) => word.replace(/^(['"])(.*)\1$/, '$2'))
