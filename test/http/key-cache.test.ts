@@ -112,19 +112,20 @@ describe('key cache: never believed past the bound', () => {
     const apiKeys = {
       findActiveByHash: () => new Promise<string | undefined>((resolve) => waiting.push(resolve)),
     } as unknown as ApiKeyRepository // only the look-up is reached
-    return { apiKeys, waiting }
-  }
-
-  it('a look-up older than the bound is not shared: a request after it asks again', async () => {
     const clock = new ManualClock()
-    const held = heldLookups()
     const verifier = createKeyVerifier({
       env: 'production',
-      apiKeys: held.apiKeys,
+      apiKeys,
       bootstrapKeys: [],
       cacheMs: BOUND_MS,
       clock,
     })
+    return { clock, verifier, waiting }
+  }
+
+  it('a look-up older than the bound is not shared: a request after it asks again', async () => {
+    const held = heldLookups()
+    const { clock, verifier } = held
     const key = generateApiKey('production')
     const first = verifyKey(verifier, key)
     clock.advance(BOUND_MS - 1)
@@ -143,15 +144,8 @@ describe('key cache: never believed past the bound', () => {
   })
 
   it('an answer from the future, after the clock went back, is not believed', async () => {
-    const clock = new ManualClock()
     const held = heldLookups()
-    const verifier = createKeyVerifier({
-      env: 'production',
-      apiKeys: held.apiKeys,
-      bootstrapKeys: [],
-      cacheMs: BOUND_MS,
-      clock,
-    })
+    const { clock, verifier } = held
     const key = generateApiKey('production')
     const first = verifyKey(verifier, key)
     held.waiting[0]?.('key_000000000001')
