@@ -73,6 +73,12 @@ function send(
   })
 }
 
+/** A live key with its checksum's last character changed: malformed, whatever it was. */
+function corruptKey(): string {
+  const key = generateApiKey('production')
+  return key.slice(0, -1) + (key.endsWith('0') ? '1' : '0')
+}
+
 async function failTimes(server: TestServer, times: number, from?: string): Promise<number[]> {
   const statuses: number[] = []
   for (let i = 0; i < times; i++) {
@@ -121,7 +127,7 @@ describe('failed authentications: limited per client address', () => {
     const missing = await send(server)
     assert.equal(missing.status, 401)
     assert.match(missing.body.message ?? '', /an API key is required/)
-    const corrupt = `${generateApiKey('production').slice(0, -1)}0`
+    const corrupt = corruptKey()
     const malformed = await send(server, { key: corrupt })
     assert.equal(malformed.status, 401)
     assert.equal(malformed.body.message, 'the API key is malformed')
@@ -139,7 +145,7 @@ describe('failed authentications: limited per client address', () => {
     const from = '127.0.0.4'
     for (let i = 0; i < 2 * LIMIT; i++) {
       assert.equal((await send(server, { from })).status, 401)
-      const corrupt = `${generateApiKey('production').slice(0, -1)}0`
+      const corrupt = corruptKey()
       assert.equal((await send(server, { from, key: corrupt })).status, 401)
       assert.equal((await send(server, { from, key: generateApiKey('staging') })).status, 401)
     }
