@@ -34,6 +34,7 @@ export const ENGINE_HTTP = [
 export const ISOLATED = [
   // Longest first (wall time, measured alone), so that no long file starts last and runs alone.
   'test/cli.test.ts',
+  'test/probe-flood.test.ts',
   'test/signals.test.ts',
   'test/docs-page.test.ts',
   'test/durability.test.ts',

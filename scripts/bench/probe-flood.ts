@@ -9,8 +9,14 @@
 // does): one on PROBE_PORT, one on the API's port. Figures: each prober's p50, p99, max and
 // failures (no answer within 5 s, or not 200), and the flood's answers per second.
 //
+// With --aimed, the flood is aimed at the probe port itself instead, as any peer that reaches it
+// could: 600 connections from 20 other addresses (127.0.0.2–21), each sending GET /healthz every
+// 3 s and opened again whenever closed (scripts/bench/keep-alive-flood.ts), for 20 s, while a
+// prober GETs /healthz there every 500 ms on a new connection with kubelet's 1 s time-out.
+//
 //   node scripts/bench/probe-flood.ts                         8 s per variant
 //   node scripts/bench/probe-flood.ts --seconds 4 --connections 500
+//   node scripts/bench/probe-flood.ts --aimed
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
@@ -34,6 +40,7 @@ const { values: args } = parseArgs({
   options: {
     connections: { type: 'string', default: '2000' },
     seconds: { type: 'string', default: '8' },
+    aimed: { type: 'boolean', default: false },
   },
 })
 const connections = Number(args.connections)
@@ -48,12 +55,15 @@ interface ProbeFigures {
   failed: number
 }
 
-/** One prober process: GET `url` every 100 ms on a new connection for the flood's length. */
-function startProber(url: string): Promise<ProbeFigures> {
+/** One prober process: GET `url` every 100 ms (or as given) on a new connection. */
+function startProber(
+  url: string,
+  { forSeconds = seconds, intervalMs = PROBE_INTERVAL_MS, timeoutMs = PROBE_TIMEOUT_MS } = {},
+): Promise<ProbeFigures> {
   const script = join(ROOT, 'scripts/bench/probe.ts')
   const child = spawn(
     process.execPath,
-    [script, url, String(seconds), String(PROBE_INTERVAL_MS), String(PROBE_TIMEOUT_MS)],
+    [script, url, String(forSeconds), String(intervalMs), String(timeoutMs)],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   )
   let out = ''
@@ -132,35 +142,103 @@ async function variant(name: string, serveArgs: string[], key: string) {
   }
 }
 
-mkdirSync(BENCH_DIR, { recursive: true })
-const key = generateApiKey('production')
-const results = []
-for (const [name, serveArgs] of [
-  ['one process', []],
-  ['--workers 2', ['--workers', '2']],
-] as const) {
-  log(`${name}: ${connections} connections of listPets limit=100 for ${seconds} s…`)
-  results.push(await variant(name, [...serveArgs], key))
+/** The flood aimed at the probe port (--aimed): the prober's figures and the flood's. */
+async function aimed(key: string) {
+  const AIMED = { connections: 600, intervalMs: 3_000, seconds: 20, peers: 20 }
+  const probePort = 20_000 + Math.floor(Math.random() * 20_000)
+  const dbPath = join(BENCH_DIR, 'probe-flood-aimed.db')
+  for (const suffix of ['', '-wal', '-shm']) rmSync(dbPath + suffix, { force: true })
+  await seed(PETS, dbPath)
+  const server = await startServer(
+    'aimed',
+    [join(ROOT, 'bin/petstore.js'), 'serve'],
+    {
+      DATABASE_URL: `sqlite:${dbPath}`,
+      PETSTORE_API_KEYS: key,
+      PROBE_PORT: String(probePort),
+      METRICS_PORT: 'off',
+      LOG_LEVEL: 'warn',
+    },
+    '/healthz',
+  )
+  try {
+    const peers = Array.from({ length: AIMED.peers }, (_, i) => `127.0.0.${i + 2}`).join(',')
+    const floodArgs = [String(probePort), '/healthz', String(AIMED.connections)]
+    const flood = spawn(
+      process.execPath,
+      [
+        join(ROOT, 'scripts/bench/keep-alive-flood.ts'),
+        '127.0.0.1',
+        ...floodArgs,
+        String(AIMED.intervalMs),
+        String(AIMED.seconds + 1.5),
+        peers,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    )
+    let out = ''
+    flood.stdout.on('data', (chunk) => {
+      out += chunk
+    })
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
+    const probes = await startProber(`http://127.0.0.1:${probePort}/healthz`, {
+      forSeconds: AIMED.seconds,
+      intervalMs: 500,
+      timeoutMs: 1_000,
+    })
+    await once(flood, 'exit')
+    const figures = JSON.parse(out) as { sent: number; answers: number; opened: number }
+    return { AIMED, probes, figures }
+  } finally {
+    await server.stop()
+  }
 }
 
 const ms = (value: number) => (Number.isFinite(value) ? `${Math.round(value)}` : '—')
 const row = (port: string, f: ProbeFigures) =>
   `| ${port} | ${f.count} | ${ms(f.p50)} | ${ms(f.p99)} | ${ms(f.max)} | ${f.failed} |`
-const lines = [
-  `Probes under a flood: ${connections} keep-alive connections of GET ${PATH} for ${seconds} s (wrk), /healthz every ${PROBE_INTERVAL_MS} ms on a new connection, ${PROBE_TIMEOUT_MS / 1000} s timeout.`,
-  '',
-]
-for (const { name, onProbePort, onApiPort, load } of results) {
+
+mkdirSync(BENCH_DIR, { recursive: true })
+const key = generateApiKey('production')
+const lines: string[] = []
+if (args.aimed) {
+  log('600 keep-alive connections aimed at PROBE_PORT for 20 s…')
+  const { AIMED, probes, figures } = await aimed(key)
   lines.push(
-    `**${name}**: the flood got ${Math.round(load.perSecond).toLocaleString('en')} answers/s, ${load.non2xx} not 2xx.`,
+    `A flood aimed at PROBE_PORT: ${AIMED.connections} keep-alive connections from ${AIMED.peers} addresses, each sending GET /healthz every ${AIMED.intervalMs / 1000} s and opened again when closed, for ${AIMED.seconds} s; /healthz every 500 ms on a new connection, 1 s timeout.`,
+    '',
+    `The flood sent ${figures.sent.toLocaleString('en')} requests, read ${figures.answers.toLocaleString('en')} answers and opened ${figures.opened.toLocaleString('en')} connections.`,
     '',
     '| /healthz on | probes | p50 ms | p99 ms | max ms | failed |',
     '| --- | ---: | ---: | ---: | ---: | ---: |',
-    row('PROBE_PORT', onProbePort),
-    row('the API port', onApiPort),
+    row('PROBE_PORT', probes),
     '',
   )
+} else {
+  const results = []
+  for (const [name, serveArgs] of [
+    ['one process', []],
+    ['--workers 2', ['--workers', '2']],
+  ] as const) {
+    log(`${name}: ${connections} connections of listPets limit=100 for ${seconds} s…`)
+    results.push(await variant(name, [...serveArgs], key))
+  }
+  lines.push(
+    `Probes under a flood: ${connections} keep-alive connections of GET ${PATH} for ${seconds} s (wrk), /healthz every ${PROBE_INTERVAL_MS} ms on a new connection, ${PROBE_TIMEOUT_MS / 1000} s timeout.`,
+    '',
+  )
+  for (const { name, onProbePort, onApiPort, load } of results) {
+    lines.push(
+      `**${name}**: the flood got ${Math.round(load.perSecond).toLocaleString('en')} answers/s, ${load.non2xx} not 2xx.`,
+      '',
+      '| /healthz on | probes | p50 ms | p99 ms | max ms | failed |',
+      '| --- | ---: | ---: | ---: | ---: | ---: |',
+      row('PROBE_PORT', onProbePort),
+      row('the API port', onApiPort),
+      '',
+    )
+  }
 }
 const report = lines.join('\n')
-writeFileSync(join(BENCH_DIR, 'probe-flood.md'), report)
+writeFileSync(join(BENCH_DIR, args.aimed ? 'probe-flood-aimed.md' : 'probe-flood.md'), report)
 log(report)

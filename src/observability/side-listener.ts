@@ -10,6 +10,7 @@ import {
 } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { SideListener } from '../config.ts'
+import { type ConnectionCap, capConnections } from './connection-cap.ts'
 
 /** Which settings name a side listener: METRICS_PORT/METRICS_HOST or PROBE_PORT/PROBE_HOST. */
 export type SideSettings = 'METRICS' | 'PROBE'
@@ -72,19 +73,55 @@ export interface AnnouncedServer {
   close(): Promise<void>
 }
 
+/** How long a side listener waits for a request's head, its whole, and a silent connection. */
+export interface SideTimeouts {
+  headersMs: number
+  requestMs: number
+  /** A connection with no traffic for this long is closed (0: never). */
+  idleMs: number
+}
+
+/** A scrape may be slow to send; a silent connection is left to the keep-alive time-out. */
+const DEFAULT_TIMEOUTS: SideTimeouts = { headersMs: 5_000, requestMs: 10_000, idleMs: 0 }
+
+export interface SideOptions {
+  /** Bind with SO_REUSEPORT (each worker's probe thread binds the port itself). */
+  reusePort?: boolean
+  timeouts?: SideTimeouts
+  /** Connections held at most, in all and per address; a newcomer is never refused. */
+  cap?: ConnectionCap
+  /**
+   * The kernel's queue of connections not yet accepted (Node's default 511; the system caps it,
+   * net.core.somaxconn): a burst past it is dropped, and its client tries again a second later.
+   */
+  backlog?: number
+}
+
 export async function listenApart(
   settings: SideSettings,
   listener: SideListener,
   handler: RequestListener,
   log: Pick<ListenerLogger, 'error'>,
-  options: { reusePort?: boolean; maxConnections?: number } = {},
+  options: SideOptions = {},
 ): Promise<SideServer> {
-  const server = createServer({ requestTimeout: 10_000, headersTimeout: 5_000 }, handler)
-  if (options.maxConnections !== undefined) server.maxConnections = options.maxConnections
+  const timeouts = options.timeouts ?? DEFAULT_TIMEOUTS
+  const server = createServer(
+    {
+      headersTimeout: timeouts.headersMs,
+      requestTimeout: timeouts.requestMs,
+      // The head and request time-outs are checked this often: a tenth of the shorter.
+      connectionsCheckingInterval: Math.max(100, timeouts.headersMs / 10),
+    },
+    handler,
+  )
+  server.timeout = timeouts.idleMs
+  if (timeouts.idleMs > 0) server.keepAliveTimeout = Math.min(timeouts.idleMs, 5_000)
+  if (options.cap !== undefined) capConnections(server, options.cap)
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) => reject(new SideListenError(settings, listener, err)))
     const reuse = options.reusePort ? { exclusive: true, reusePort: true } : {}
-    server.listen({ port: listener.port, host: listener.host, ...reuse }, () => {
+    const { backlog } = options
+    server.listen({ port: listener.port, host: listener.host, backlog, ...reuse }, () => {
       server.removeAllListeners('error')
       // D16: once listening, a connection the system failed to accept is an 'error' event
       // on the server (node:net); unheard, it would end the process. The listener goes on.

@@ -43,8 +43,19 @@ export type FromProbeThread =
   | { type: 'log'; fields: object; message: string }
   | { type: 'closed' }
 
-/** Open connections past this are closed at once (a flood aimed at the probe port). */
-const MAX_PROBE_CONNECTIONS = 512
+/**
+ * D20: what a peer may hold here (a flood aimed at the probe port). An orchestrator's probes are
+ * a handful at a time, each on a new connection; a newcomer is never refused, the address
+ * holding the most gives way (connection-cap.ts). Within the thread's small heap.
+ */
+const PROBE_CONNECTIONS = { total: 512, perAddress: 32 }
+/** A flood's burst of connections must not fill the queue a probe's connection waits in. */
+const PROBE_BACKLOG = 4_096
+/**
+ * A probe is one small request on a new connection, answered at once: a connection silent, or
+ * slow to send its head, for a second is not a probe's (kubelet's own time-out is 1 s at least).
+ */
+const PROBE_TIMEOUTS = { headersMs: 1_000, requestMs: 1_000, idleMs: 1_000 }
 
 const data = workerData as ProbeThreadData
 const port = parentPort
@@ -87,14 +98,20 @@ try {
     'PROBE',
     data.listener,
     (req, res) => {
+      // Probes never need keep-alive (each opens a connection of its own): every answer here,
+      // the 404 and 405 too, closes its connection, so none is left open to fill the port.
+      res.setHeader('connection', 'close')
       const path = servedPath(req, res, [data.paths.liveness, data.paths.readiness])
       if (path === undefined) return
       send(res, path === data.paths.liveness ? liveness() : ready(), req.method === 'HEAD')
     },
     log,
-    // D16: what a client may hold here is bounded as on the API's port, and well within the
-    // thread's small heap; an orchestrator's probes are a handful at a time.
-    { reusePort: data.reusePort, maxConnections: MAX_PROBE_CONNECTIONS },
+    {
+      reusePort: data.reusePort,
+      cap: PROBE_CONNECTIONS,
+      timeouts: PROBE_TIMEOUTS,
+      backlog: PROBE_BACKLOG,
+    },
   )
   port.on('message', (message: ToProbeThread) => {
     if (message.type === 'readiness') readiness = message.answer
