@@ -283,7 +283,96 @@ function parseTrustedProxies(env: Env): string[] {
       )
     }
   }
+  refuseTrustingEveryone(entries)
   return entries
+}
+
+/** A trusted entry as the addresses it covers, first to last, as numbers. */
+interface AddressRange {
+  entry: string
+  first: bigint
+  last: bigint
+}
+
+const IPV4_SPACE = 1n << 32n
+const IPV6_SPACE = 1n << 128n
+/** ::ffff:0:0/96: each IPv4 address as a dual-stack socket gives it (`::ffff:192.0.2.1`). */
+const MAPPED_FIRST = 0xffff_0000_0000n
+const MAPPED_LAST = 0xffff_ffff_ffffn
+
+/**
+ * D3, D8: entries that together cover every IPv4 or every IPv6 address (`0.0.0.0/1,128.0.0.0/1`)
+ * trust everyone as a /0 does. IPv6 ranges over the IPv4-mapped block count for IPv4 too: a
+ * dual-stack socket gives each IPv4 peer in that form (rate-limit/client-address.ts).
+ */
+function refuseTrustingEveryone(entries: readonly string[]): void {
+  const ranges = entries.map((entry) => ({ entry, ...addressRange(entry) }))
+  const v4 = ranges.flatMap((range) => (range.version === 4 ? [range] : mappedPart(range)))
+  const v6 = ranges.filter((range) => range.version === 6)
+  for (const [family, covering, space] of [
+    ['IPv6', v6, IPV6_SPACE], // first: a list that covers it covers the mapped IPv4 as well
+    ['IPv4', v4, IPV4_SPACE],
+  ] as const) {
+    if (!coversAll(covering, space)) continue
+    const named = [...new Set(covering.map((range) => `"${range.entry}"`))]
+    const which =
+      named.length === 1 ? `entry ${named[0]} trusts` : `entries ${named.join(', ')} trust`
+    throw new ConfigError(
+      `PETSTORE_TRUSTED_PROXIES ${which} every ${family} address; name the balancers' addresses or subnet`,
+    )
+  }
+}
+
+/** The first and last address of a checked entry (`10.0.0.0/8`, `fd00::1`, `fe80::1%eth0`). */
+function addressRange(entry: string): { version: 4 | 6; first: bigint; last: bigint } {
+  const [address = '', prefix] = entry.split('/')
+  const ip = address.split('%')[0] ?? ''
+  const version = isIP(ip) === 4 ? 4 : 6
+  const bits = version === 4 ? 32 : 128
+  const hostBits = BigInt(bits - (prefix === undefined ? bits : Number(prefix)))
+  const value = version === 4 ? ipv4Value(ip) : ipv6Value(ip)
+  const first = (value >> hostBits) << hostBits
+  return { version, first, last: first + (1n << hostBits) - 1n }
+}
+
+function ipv4Value(address: string): bigint {
+  return address.split('.').reduce((value, part) => (value << 8n) | BigInt(part), 0n)
+}
+
+/** A valid IPv6 address (net.isIP) as a number: `::` expanded, an embedded IPv4 as two groups. */
+function ipv6Value(address: string): bigint {
+  const groupsOf = (part: string): bigint[] =>
+    part === ''
+      ? []
+      : part.split(':').flatMap((group) => {
+          if (!group.includes('.')) return [BigInt(`0x${group}`)]
+          const value = ipv4Value(group)
+          return [value >> 16n, value & 0xffffn]
+        })
+  const [head = '', tail = ''] = address.split('::')
+  const before = groupsOf(head)
+  const after = groupsOf(tail)
+  const missing = Array<bigint>(8 - before.length - after.length).fill(0n)
+  return [...before, ...missing, ...after].reduce((value, group) => (value << 16n) | group, 0n)
+}
+
+/** The IPv4 addresses an IPv6 range covers in their mapped form, if any. */
+function mappedPart(range: AddressRange): AddressRange[] {
+  if (range.last < MAPPED_FIRST || range.first > MAPPED_LAST) return []
+  const first = (range.first > MAPPED_FIRST ? range.first : MAPPED_FIRST) - MAPPED_FIRST
+  const last = (range.last < MAPPED_LAST ? range.last : MAPPED_LAST) - MAPPED_FIRST
+  return [{ entry: range.entry, first, last }]
+}
+
+/** Whether the ranges, merged, leave no address from 0 to space - 1 out. */
+function coversAll(ranges: readonly AddressRange[], space: bigint): boolean {
+  const sorted = [...ranges].sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0))
+  let next = 0n // the first address not yet covered
+  for (const { first, last } of sorted) {
+    if (first > next) return false
+    if (last + 1n > next) next = last + 1n
+  }
+  return next >= space
 }
 
 function parseOrigins(env: Env): string[] {

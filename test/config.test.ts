@@ -103,6 +103,38 @@ describe('loadConfig', () => {
       /^PETSTORE_TRUSTED_PROXIES entry "0.0.0.0\/0" trusts every address/,
     ],
     ['PETSTORE_TRUSTED_PROXIES', '::/0', /^PETSTORE_TRUSTED_PROXIES entry "::\/0" trusts every/],
+    // Ranges that cover a whole family together trust everyone as a /0 does.
+    [
+      'PETSTORE_TRUSTED_PROXIES',
+      '0.0.0.0/1, 128.0.0.0/1',
+      /^PETSTORE_TRUSTED_PROXIES entries "0.0.0.0\/1", "128.0.0.0\/1" trust every IPv4 address; name the balancers' addresses or subnet$/,
+    ],
+    [
+      'PETSTORE_TRUSTED_PROXIES',
+      '10.0.0.0/8,0.0.0.0/2,64.0.0.0/2,128.0.0.0/2,192.0.0.0/2',
+      /^PETSTORE_TRUSTED_PROXIES entries "10.0.0.0\/8", "0.0.0.0\/2", .* trust every IPv4 address/,
+    ],
+    // A dual-stack socket gives every IPv4 peer as ::ffff:a.b.c.d.
+    [
+      'PETSTORE_TRUSTED_PROXIES',
+      '::ffff:0:0/96',
+      /^PETSTORE_TRUSTED_PROXIES entry "::ffff:0:0\/96" trusts every IPv4 address/,
+    ],
+    [
+      'PETSTORE_TRUSTED_PROXIES',
+      '::ffff:0.0.0.0/97, 128.0.0.0/1',
+      /^PETSTORE_TRUSTED_PROXIES entries "::ffff:0.0.0.0\/97", "128.0.0.0\/1" trust every IPv4 address/,
+    ],
+    [
+      'PETSTORE_TRUSTED_PROXIES',
+      '::/1',
+      /^PETSTORE_TRUSTED_PROXIES entry "::\/1" trusts every IPv4 address/,
+    ],
+    [
+      'PETSTORE_TRUSTED_PROXIES',
+      '::/1, 8000::/1',
+      /^PETSTORE_TRUSTED_PROXIES entries "::\/1", "8000::\/1" trust every IPv6 address/,
+    ],
     [
       'PETSTORE_CORS_ORIGINS',
       'https://app.example.com/path',
@@ -118,6 +150,18 @@ describe('loadConfig', () => {
       assert.match(refusal({ [name]: value }), expected)
     })
   }
+
+  test('PETSTORE_TRUSTED_PROXIES: ranges that leave any address out are accepted', () => {
+    for (const value of [
+      '0.0.0.0/1, 128.0.0.0/2, 192.0.0.0/3',
+      '::ffff:0:0/97, 10.0.0.0/8',
+      '::ffff:10.0.0.0/104, 127.0.0.1',
+      '8000::/1, 4000::/2',
+      '0.0.0.0/1, 128.0.0.1/32',
+    ]) {
+      assert.doesNotThrow(() => loadConfig({ PETSTORE_TRUSTED_PROXIES: value }), value)
+    }
+  })
 
   test('a CLI-format key of the other environment, or with a wrong checksum, is refused', () => {
     const staging = generateApiKey('staging')

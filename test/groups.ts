@@ -48,6 +48,7 @@ export const ISOLATED = [
   'test/scale/instances.test.ts',
   'test/cluster.test.ts',
   'test/tracing.test.ts',
+  'test/tracing-redaction.test.ts',
   'test/scale/fleet-trace.test.ts',
   'test/scale/auth-fleet.test.ts',
   'test/store/sqlite-lock.test.ts',

@@ -11,6 +11,7 @@ import type { Lifecycle } from '../lifecycle.ts'
 import type { Metrics } from '../observability/metrics.ts'
 import type { Tracing } from '../observability/tracing/installed.ts'
 import { AuthFailureLimit } from '../rate-limit/auth-failures.ts'
+import { trustedHops } from '../rate-limit/client-address.ts'
 import { MemoryWindowCounter, type WindowCounter } from '../rate-limit/counter.ts'
 import { IdempotencyPurge } from '../store/idempotency-purge.ts'
 import type { Store } from '../store/store.ts'
@@ -71,9 +72,10 @@ export async function buildApp(parts: AppParts) {
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: requestId,
     bodyLimit: BODY_LIMIT_BYTES,
-    // request.ip, as logged: X-Forwarded-For is believed only as far back as the hops an
-    // operator named (PETSTORE_TRUSTED_PROXIES); a client's own header never chooses it.
-    trustProxy: config.trustedProxies?.length ? [...config.trustedProxies] : false,
+    // request.ip: X-Forwarded-For is believed only as far back as the hops an operator named
+    // (PETSTORE_TRUSTED_PROXIES), a hop's port set aside; a client's own header never chooses
+    // it. Read through clientAddress (rate-limit/client-address.ts), without its port (D3, D8).
+    trustProxy: config.trustedProxies?.length ? trustedHops(config.trustedProxies) : false,
     // While closing, requests on open connections are still served (D11: nothing accepted is
     // lost); readiness already says 503 so no new traffic is sent.
     return503OnClosing: false,
@@ -102,7 +104,10 @@ export async function buildApp(parts: AppParts) {
 
   // D17: the per-request line is written at info; at warn and above, no hook runs for it.
   if (parts.logger && INFO_OR_LOWER.has(app.log.level)) {
-    await app.register(requestLog, { tracing: tracing !== undefined })
+    await app.register(requestLog, {
+      tracing: tracing !== undefined,
+      trustsForwarding: (config.trustedProxies?.length ?? 0) > 0,
+    })
   }
 
   const rejectOtherMethods = methodNotAllowed(app)

@@ -1,40 +1,107 @@
 // JSON logs (pino, through Fastify). Credentials never reach them (D8, D16): the Authorization
-// header is censored, and so are credentials in the request's URL, where a client may have put
-// one (`?access_token=…`, `?api_key=…`, or a key of ours anywhere in the path or query).
+// header is censored, and so is anything in the request's URL that may be one. A client may put
+// a credential in any query parameter (`?access_token=…`, `?api-key=…`, `?x-api-key=…`, a name
+// nobody thought of), so the query is redacted by allow-list, not deny-list; and a key of ours
+// may sit anywhere in the path or query, percent-encoded or not.
 import type { FastifyRequest } from 'fastify'
 import type { Config } from '../config.ts'
+import { ListPetsQuery } from '../contract/schemas.ts'
+import { clientAddress } from '../rate-limit/client-address.ts'
 
 const REDACTED = '[redacted]'
 
-/** Query parameters whose name says they carry a credential (RFC 6750 §2.3's access_token, …). */
-const CREDENTIAL_NAME =
-  /^(access_?token|api_?key|apikey|key|token|auth|authorization|secret|password|passwd|pwd|client_secret|signature|sig|session|jwt|bearer)$/i
+/**
+ * The only query parameters the API reads: listPets' (limit, status, cursor), taken from the
+ * contract so that the two cannot drift. Any other parameter is refused with a 400 (the schema
+ * has additionalProperties: false), so its value is nothing the service uses, and may be a
+ * credential a client put there.
+ */
+const KNOWN_PARAMETERS: ReadonlySet<string> = new Set(Object.keys(ListPetsQuery.properties))
 
-/** A key of ours (contract/api-key.ts), wherever it appears: prefix and base62 body. */
-const OUR_KEY = /petstore_(?:live|staging)_[0-9A-Za-z]{8,}/g
+/**
+ * What every valid value of a known parameter is made of: RFC 3986 §2.3's unreserved characters
+ * (a limit is digits, a status a word, a cursor base64url; routes/cursor.ts). Anything else, a
+ * percent-escape or a `;` or `=` that may start a second pair, is not shown.
+ */
+const SHOWN_VALUE = /^[0-9A-Za-z._~-]*$/
 
-function parameterName(pair: string): string {
-  const raw = pair.slice(0, pair.indexOf('=') === -1 ? pair.length : pair.indexOf('='))
-  try {
-    return decodeURIComponent(raw.replace(/\+/g, ' '))
-  } catch {
-    return raw
+/**
+ * A key of ours (contract/api-key.ts: prefix, then base62), or at least 8 characters of one, so a
+ * truncated copy is caught too.
+ */
+const OUR_KEY = /petstore_(?:live|staging)_[0-9A-Za-z]{8}/
+
+/** One percent-escape (RFC 3986 §2.1). */
+const ESCAPE = /%([0-9A-Fa-f]{2})/g
+
+/** How many times a text is decoded: a key encoded twice (`%255F`) is still a key in the log. */
+const DECODE_PASSES = 3
+
+/**
+ * Percent-decoding that never throws: only escapes of ASCII characters (all a key is made of)
+ * are decoded; a malformed `%` or a byte of a multi-byte character stays as it is, where
+ * decodeURIComponent would throw on the whole text.
+ */
+function decodeAscii(text: string): string {
+  return text.replace(ESCAPE, (sequence, hex: string) => {
+    const code = Number.parseInt(hex, 16)
+    return code < 0x80 ? String.fromCharCode(code) : sequence
+  })
+}
+
+/** Whether the text holds a key of ours, as sent or percent-decoded (up to DECODE_PASSES times). */
+function holdsKey(text: string): boolean {
+  let decoded = text
+  for (let pass = 0; ; pass++) {
+    if (OUR_KEY.test(decoded)) return true
+    if (pass === DECODE_PASSES || !decoded.includes('%')) return false
+    const next = decodeAscii(decoded)
+    if (next === decoded) return false
+    decoded = next
   }
 }
 
-/** The URL as it may be logged: credential-like query values and our keys replaced. */
+/**
+ * The path as sent, but for any segment holding a key of ours, replaced whole: the log shows
+ * what the client asked, not how the key was disguised. Most paths have neither a `%` nor the
+ * prefix and are returned untouched.
+ */
+function redactPath(path: string): string {
+  if (!path.includes('%') && !path.includes('petstore_')) return path
+  return path
+    .split('/')
+    .map((segment) => (holdsKey(segment) ? REDACTED : segment))
+    .join('/')
+}
+
+/**
+ * One `name=value` pair of the query. The name is kept, so the log says where a client put a
+ * credential, unless it holds a key itself. A known parameter keeps a value that could be valid
+ * and holds no key (a shown value has no `%`, so it is looked at as sent); every other value is
+ * redacted. A bare name (no `=`) outside the allow-list is redacted whole: it may be a token sent
+ * on its own (`?s3cr3t`). Names are compared as sent: `%6Cimit` is not `limit` here.
+ */
+function redactPair(pair: string): string {
+  if (pair === '') return pair
+  const equals = pair.indexOf('=')
+  const name = equals === -1 ? pair : pair.slice(0, equals)
+  if (holdsKey(name)) return REDACTED
+  if (!KNOWN_PARAMETERS.has(name)) return equals === -1 ? REDACTED : `${name}=${REDACTED}`
+  if (equals === -1) return pair
+  const value = pair.slice(equals + 1)
+  return SHOWN_VALUE.test(value) && !OUR_KEY.test(value) ? pair : `${name}=${REDACTED}`
+}
+
+/** A query (without its `?`) as it may be logged: see redactPair. */
+export function redactQuery(query: string): string {
+  return query.split('&').map(redactPair).join('&')
+}
+
+/** The URL (a request target, or a full URL) as it may be logged or put in a span (D16, D23). */
 export function redactUrl(url: string): string {
-  const withoutKeys = url.replace(OUR_KEY, REDACTED)
-  const question = withoutKeys.indexOf('?')
-  if (question === -1) return withoutKeys
-  const query = withoutKeys
-    .slice(question + 1)
-    .split('&')
-    .map((pair) =>
-      CREDENTIAL_NAME.test(parameterName(pair)) ? `${pair.split('=', 1)[0]}=${REDACTED}` : pair,
-    )
-    .join('&')
-  return `${withoutKeys.slice(0, question)}?${query}`
+  const question = url.indexOf('?')
+  if (question === -1) return redactPath(url)
+  return `${redactPath(url.slice(0, question))}?${redactQuery(url.slice(question + 1))}`
 }
 
 /**
@@ -46,7 +113,7 @@ function serializeRequest(request: Partial<FastifyRequest>) {
     method: request.method,
     url: typeof request.url === 'string' ? redactUrl(request.url) : undefined,
     host: request.host,
-    remoteAddress: request.ip,
+    remoteAddress: clientAddress(request),
     remotePort: request.socket?.remotePort,
   }
 }

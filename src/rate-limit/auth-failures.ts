@@ -145,8 +145,9 @@ export class AuthFailureLimit {
  * What one client is counted as: an IPv4 address, or an IPv6 address's /64 prefix, since one
  * host is commonly given a whole /64 (RFC 6177, RFC 7421) and could otherwise take a new address
  * for every attempt. An IPv4-mapped IPv6 address (`::ffff:192.0.2.1`, in any of its spellings)
- * is the IPv4 address. Anything else (a balancer that wrote a port, or no address at all for a
- * peer already gone) is counted as it is written.
+ * is the IPv4 address. A port a balancer wrote is already gone (client-address.ts); anything
+ * else that is not an address (or no address at all, for a peer already gone) is counted as it
+ * is written.
  */
 export function addressKey(address: string | undefined): string {
   if (address === undefined) return ''

@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test'
 import { generateApiKey } from '../../src/contract/api-key.ts'
 import { issueApiKey } from '../../src/keys/issue.ts'
 import { AUTH_FAILURES_NAMESPACE, addressKey } from '../../src/rate-limit/auth-failures.ts'
+import { clientAddress } from '../../src/rate-limit/client-address.ts'
 import type { WindowCounter } from '../../src/rate-limit/counter.ts'
 import { RedisWindowCounter } from '../../src/rate-limit/redis.ts'
 import { failingStore } from '../helpers/failing-store.ts'
@@ -296,6 +297,52 @@ describe('failed authentications: the address behind a balancer', () => {
     const spoofed = await viaBalancer('203.0.113.1, 198.51.100.7')
     assert.equal(spoofed.status, 429)
   })
+
+  /** 8 wrong keys through a trusted balancer at 127.0.0.1 that writes each client's port. */
+  async function throughPortWriter(trustedProxies: string[], forwardedFor: (i: number) => string) {
+    const server = await startServer({ clock, authFailureLimit: LIMIT, trustedProxies })
+    servers.push(server)
+    const statuses: number[] = []
+    for (let i = 1; i <= 8; i++) {
+      const answer = await send(server, { key: 'not-a-key', forwardedFor: forwardedFor(i) })
+      statuses.push(answer.status)
+    }
+    return { server, statuses }
+  }
+  const REACHED = [...Array<number>(LIMIT).fill(401), ...Array<number>(8 - LIMIT).fill(429)]
+
+  it('a balancer that writes the port: an IPv4 client is one address whatever its port', async () => {
+    const { server, statuses } = await throughPortWriter(
+      ['127.0.0.1'],
+      (i) => `9.9.7.1:${1000 + i}`,
+    )
+    assert.deepEqual(statuses, REACHED, 'counted as 9.9.7.1, not as 9.9.7.1:1001…1008')
+    const other = await send(server, { key: 'not-a-key', forwardedFor: '9.9.7.2:1001' })
+    assert.equal(other.status, 401, 'another client behind it')
+  })
+
+  it('a balancer that writes the port: an IPv6 client, [v6]:port or [v6], is one address', async () => {
+    const { server, statuses } = await throughPortWriter(
+      ['127.0.0.1'],
+      (i) => `[2001:db8::7]:${1000 + i}`,
+    )
+    assert.deepEqual(statuses, REACHED)
+    for (const spelling of ['[2001:db8::7]', '2001:db8::7']) {
+      const again = await send(server, { key: 'not-a-key', forwardedFor: spelling })
+      assert.equal(again.status, 429, spelling)
+    }
+  })
+
+  it('behind two balancers that write ports, the walk back passes the inner one', async () => {
+    // The outer balancer wrote the client, the inner one (10.0.0.5, trusted) was appended after.
+    const { server, statuses } = await throughPortWriter(
+      ['127.0.0.1', '10.0.0.0/8'],
+      (i) => `9.9.7.1:${1000 + i}, 10.0.0.5:${40000 + i}`,
+    )
+    assert.deepEqual(statuses, REACHED)
+    const other = await send(server, { key: 'not-a-key', forwardedFor: '9.9.7.2:1, 10.0.0.5:2' })
+    assert.equal(other.status, 401, 'not every client counted as the inner balancer')
+  })
 })
 
 describe('failed authentications: what counts as one address', () => {
@@ -313,6 +360,31 @@ describe('failed authentications: what counts as one address', () => {
     assert.equal(addressKey('::ffff:102:304'), '1.2.3.4')
     assert.equal(addressKey('0:0:0:0:0:ffff:1.2.3.4'), '1.2.3.4')
     assert.equal(addressKey('::FFFF:0102:0304'), '1.2.3.4')
+  })
+
+  it('the port a balancer may write is set aside; a bare IPv6 address keeps its colons', () => {
+    const cases = {
+      '9.9.7.1:1001': '9.9.7.1',
+      '[2001:db8::7]:1001': '2001:db8::7',
+      '[2001:db8::7]': '2001:db8::7',
+      '[fe80::1%eth0]:80': 'fe80::1%eth0',
+      '2001:db8::1': '2001:db8::1',
+      '::ffff:192.0.2.1': '::ffff:192.0.2.1',
+      '::1': '::1',
+      '192.0.2.1': '192.0.2.1',
+      // Not an address with a port: as written.
+      'host.example:80': 'host.example:80',
+      '1.2.3.4:': '1.2.3.4:',
+      '1.2.3.4:80:90': '1.2.3.4:80:90',
+      '[2001:db8::7]:': '[2001:db8::7]:',
+      '[2001:db8::7': '[2001:db8::7',
+      '[1.2.3.4]:80': '[1.2.3.4]:80',
+      unknown: 'unknown',
+    }
+    for (const [written, address] of Object.entries(cases)) {
+      assert.equal(clientAddress({ ip: written }), address, written)
+    }
+    assert.equal(clientAddress({ ip: undefined }), undefined)
   })
 
   it('what is not an address is counted as written, never as another client', () => {

@@ -404,3 +404,87 @@ describe('the client address logged: the peer, or X-Forwarded-For behind a trust
     assert.equal(await clientLogged(['127.0.0.1'], '198.51.100.1, 203.0.113.7'), '203.0.113.7')
   })
 })
+
+describe('logging: a credential in any query parameter, or a percent-encoded key (D16)', () => {
+  let logged: LoggedApp
+
+  before(async () => {
+    logged = await startLoggedApp('info')
+  })
+  after(() => logged.stop().catch(() => {}))
+
+  it('never reaches the request line or a logged `req`; the rest of the URL does', async () => {
+    const key = generateApiKey('production')
+    const body = key.slice('petstore_live_'.length)
+    const secrets = ['s1-api-key-0123456789', 's2-access-token-0123', 's3-x-api-key-0123', 's4-foo']
+    // Each request as sent, and its URL as the log must show it.
+    const expected: [sent: string, shown: string][] = [
+      [`/v1/pets?api-key=${secrets[0]}`, '/v1/pets?api-key=[redacted]'],
+      [`/v1/pets?access-token=${secrets[1]}`, '/v1/pets?access-token=[redacted]'],
+      [`/v1/pets?x-api-key=${secrets[2]}`, '/v1/pets?x-api-key=[redacted]'],
+      [`/v1/pets?limit=5&foo=${secrets[3]}`, '/v1/pets?limit=5&foo=[redacted]'],
+      [`/v1/pets/petstore%5Flive%5F${body}`, '/v1/pets/[redacted]'],
+      [`/v1/pets?cursor=petstore%5Flive%5F${body}`, '/v1/pets?cursor=[redacted]'],
+    ]
+    for (const [index, [sent]] of expected.entries()) {
+      const response = await fetch(logged.url + sent, {
+        headers: { 'x-request-id': `url-${index}` },
+      })
+      await response.body?.cancel()
+      // The pino `req` serializer redacts the same way, for any line that logs a request.
+      logged.app.log.info({ req: { url: sent } }, `a logged req ${index}`)
+    }
+    await logged.app.close()
+    const text = logged.text()
+    for (const secret of [...secrets, body]) assert.ok(!text.includes(secret), `${secret} logged`)
+    const lines = logged.lines()
+    for (const [index, [sent, shown]] of expected.entries()) {
+      const line = lines.find((each) => each.reqId === `url-${index}`)
+      assert.equal(line?.url, shown, sent)
+      const req = lines.find((each) => each.msg === `a logged req ${index}`)?.req
+      assert.equal((req as { url?: string } | undefined)?.url, shown, sent)
+    }
+  })
+})
+
+describe('the client address logged behind a balancer that writes ports; an ignored X-Forwarded-For told once', () => {
+  /** Requests with these X-Forwarded-For values (by request id); the log lines, parsed. */
+  async function logged(trustedProxies: string[], forwardedFor: Record<string, string>) {
+    const log = memoryLog()
+    const server = await startServer({
+      trustedProxies,
+      logger: { ...loggerOptions({ logLevel: 'info' }), stream: log.stream },
+    })
+    try {
+      for (const [id, value] of Object.entries(forwardedFor)) {
+        const headers = { 'x-request-id': id, 'x-forwarded-for': value }
+        assert.equal((await server.request('/v1/pets', { headers })).status, 200)
+      }
+    } finally {
+      await server.close()
+    }
+    return log.lines()
+  }
+  const forwardingWarnings = (lines: LogLine[]) =>
+    lines.filter((line) => line.level === 40 && /^X-Forwarded-For is ignored/.test(line.msg ?? ''))
+
+  it('the client is the address without the port the balancer wrote', async () => {
+    const lines = await logged(['127.0.0.1'], {
+      'port-v4': '9.9.7.1:1001',
+      'port-v6': '[2001:db8::7]:1001',
+    })
+    const client = (id: string) => lines.find((line) => line.reqId === id)?.client
+    assert.equal(client('port-v4'), '9.9.7.1')
+    assert.equal(client('port-v6'), '2001:db8::7')
+    assert.deepEqual(forwardingWarnings(lines), [], 'trusted: nothing to tell')
+  })
+
+  it('X-Forwarded-For with no trusted proxies: one warning naming the peer, however many requests', async () => {
+    const lines = await logged([], { first: '203.0.113.7', second: '203.0.113.8' })
+    const warnings = forwardingWarnings(lines)
+    assert.equal(warnings.length, 1)
+    assert.equal(warnings[0]?.peer, '127.0.0.1')
+    assert.match(warnings[0]?.msg ?? '', /name it in PETSTORE_TRUSTED_PROXIES/)
+    assert.equal(lines.find((line) => line.reqId === 'second')?.client, '127.0.0.1')
+  })
+})

@@ -7,6 +7,7 @@ import { ApiError } from '../../errors.ts'
 import type { KeyCheck, KeyVerifier, StoreLookup } from '../../keys/verifier.ts'
 import type { AuthFailureObserver } from '../../observability/metrics.ts'
 import type { AuthFailureLimit } from '../../rate-limit/auth-failures.ts'
+import { clientAddress } from '../../rate-limit/client-address.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -30,11 +31,13 @@ export interface AuthFailureOptions {
  * a key memory knows is checked synchronously, and then the request goes on without a promise
  * and a microtask. Only a key memory cannot judge costs a look-up in the store (keys/verifier.ts).
  *
- * D3: what is counted against the client's address, and refused 429 once it is past its limit,
- * is a token that could have been a key and is not: one unknown to the store or not among the
- * environment's keys. A request without a key, a malformed key or one of the other environment
- * is told so, as always: they cost no look-up, and no guess of that kind can succeed. A key this
- * process has seen valid is checked as usual from an address past its limit.
+ * D3: what is counted against the client's address (rate-limit/client-address.ts: without the
+ * port a balancer may write, so that each connection is not a new client), and refused 429 once
+ * it is past its limit, is a token that could have been a key and is not: one unknown to the
+ * store or not among the environment's keys. A request without a key, a malformed key or one of
+ * the other environment is told so, as always: they cost no look-up, and no guess of that kind
+ * can succeed. A key this process has seen valid is checked as usual from an address past its
+ * limit.
  */
 export function authenticate(
   verifier: KeyVerifier,
@@ -57,7 +60,7 @@ export function authenticate(
       return
     }
     const seenValid = answer.valid === undefined && answer.seenValid
-    const waitSeconds = seenValid ? undefined : failures?.limit.refusedFor(request.ip)
+    const waitSeconds = seenValid ? undefined : failures?.limit.refusedFor(clientAddress(request))
     if (failures !== undefined && waitSeconds !== undefined) {
       failures.observer?.refused()
       done(tooManyFailures(failures.limit, waitSeconds))
@@ -97,7 +100,7 @@ function askStore(
   const answered =
     failures === undefined || lookup.seenValid || lookup.asked
       ? noop
-      : failures.limit.lookingUp(request.ip)
+      : failures.limit.lookingUp(clientAddress(request))
   verifier.fromStore(lookup).then(
     (check) => {
       if (!check.valid) {
@@ -142,7 +145,7 @@ function countAndRefuse({ limit }: AuthFailureOptions): Refuse {
       counted()
       done(error)
     }
-    limit.failed(request.ip, request.log).then(sent, sent)
+    limit.failed(clientAddress(request), request.log).then(sent, sent)
   }
 }
 

@@ -9,6 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { codeForStatus } from '../../errors.ts'
 import { redactUrl } from '../../observability/logging.ts'
+import { clientAddress } from '../../rate-limit/client-address.ts'
 import { routeTemplate } from './metrics.ts'
 
 /**
@@ -34,7 +35,10 @@ interface RequestLine {
   url: string
   status: number
   durationMs: number
-  /** The client's address: the peer's, or from X-Forwarded-For behind a trusted balancer. */
+  /**
+   * The client's address: the peer's, or from X-Forwarded-For behind a trusted balancer, without
+   * a port (rate-limit/client-address.ts).
+   */
   client: string | undefined
   keyId?: string
   errorCode?: string
@@ -50,7 +54,7 @@ function requestLine(request: FastifyRequest, reply: FastifyReply, tracing: bool
     url: redactUrl(request.url),
     status,
     durationMs: Math.round(reply.elapsedTime * 100) / 100,
-    client: request.ip,
+    client: clientAddress(request),
   }
   // Set by auth (plugins/auth.ts) only under /v1, and only once the key is valid.
   if (request.apiKeyId) line.keyId = request.apiKeyId
@@ -72,11 +76,32 @@ function requestLine(request: FastifyRequest, reply: FastifyReply, tracing: bool
 /** Levels at which info lines are written (FastifyBaseLogger has no isLevelEnabled). */
 export const INFO_OR_LOWER: ReadonlySet<string> = new Set(['info', 'debug', 'trace'])
 
+/**
+ * Said once per app (one a process), when X-Forwarded-For comes and no balancer is trusted: the
+ * header is ignored, so behind a balancer every client is the balancer, in these lines and in the
+ * failed-authentication limit (D3), which would then refuse everyone behind it at once.
+ */
+export const FORWARDING_IGNORED =
+  "X-Forwarded-For is ignored: PETSTORE_TRUSTED_PROXIES names no balancer, so a client is its connection's peer; if a balancer sends the header, name it in PETSTORE_TRUSTED_PROXIES, or all its clients count as one address (in the logs and the failed-authentication limit)"
+
+export interface RequestLogOptions {
+  /** D23: tracing is on; the line carries its span's ids. */
+  tracing?: boolean
+  /** PETSTORE_TRUSTED_PROXIES names balancers; without, FORWARDING_IGNORED is said once. */
+  trustsForwarding?: boolean
+}
+
 /** Registered only when the logger writes info lines (app.ts); LOG_LEVEL is read once, at start. */
-export const requestLog = fp<{ tracing?: boolean }>(
-  async (app, { tracing = false }) => {
+export const requestLog = fp<RequestLogOptions>(
+  async (app, { tracing = false, trustsForwarding = false }) => {
+    // Once said (or with balancers trusted), one boolean a request; before, one header look-up.
+    let forwardingTold = trustsForwarding
     app.addHook('onResponse', (request, reply, done) => {
       request.log.info(requestLine(request, reply, tracing), 'request completed')
+      if (!forwardingTold && request.headers['x-forwarded-for'] !== undefined) {
+        forwardingTold = true
+        request.log.warn({ peer: request.ip }, FORWARDING_IGNORED)
+      }
       done()
     })
   },
