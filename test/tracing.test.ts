@@ -4,12 +4,26 @@
 // store's spans under it; the log line's ids the span's; no key in any attribute; a collector
 // that is down or hangs costs the requests nothing and never ends the process; SIGTERM sends
 // what is queued, under --workers too; and with no endpoint, nothing of it is loaded at all.
+// Issue 46: the collector's credentials never reach the log, and a caller's trace context is
+// followed only from a trusted peer (PETSTORE_TRUSTED_PROXIES).
 import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
 import { readFileSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { pathToFileURL } from 'node:url'
+import { ROOT_CONTEXT, trace } from '@opentelemetry/api'
+import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { generateApiKey } from '../src/contract/api-key.ts'
+import {
+  fromTrustedPeer,
+  TrustedPeerPropagator,
+  trustedPeers,
+  untrustedCaller,
+} from '../src/observability/tracing/caller-context.ts'
 import { freePort } from './helpers/free-port.ts'
 import { type LogLine, logLines, WARN } from './helpers/logs.ts'
 import {
@@ -46,10 +60,16 @@ async function scratch(): Promise<string> {
 function call(
   service: ServiceProcess,
   path: string,
-  options: { traceparent?: string; body?: object; idempotencyKey?: string } = {},
+  options: {
+    traceparent?: string
+    tracestate?: string
+    body?: object
+    idempotencyKey?: string
+  } = {},
 ) {
   const headers: Record<string, string> = { authorization: `Bearer ${KEY}` }
   if (options.traceparent) headers.traceparent = options.traceparent
+  if (options.tracestate) headers.tracestate = options.tracestate
   if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey
   if (options.body) headers['content-type'] = 'application/json'
   return fetch(service.url + path, {
@@ -59,9 +79,11 @@ function call(
   })
 }
 
+/** The test's requests come from loopback: trusted here, so a caller's traceparent is followed. */
 function tracingEnv(receiver: { url: string }, more: Record<string, string> = {}) {
   return {
     PETSTORE_API_KEYS: KEY,
+    PETSTORE_TRUSTED_PROXIES: '127.0.0.1',
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
     OTEL_TRACES_SAMPLER: 'always_on',
@@ -266,6 +288,7 @@ describe('tracing with the defaults: http/protobuf, parent-based ratio sampler',
     receiver = await startOtlpReceiver()
     service = await startService({
       PETSTORE_API_KEYS: KEY,
+      PETSTORE_TRUSTED_PROXIES: '127.0.0.1',
       DATABASE_URL: 'sqlite::memory:',
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_BSP_SCHEDULE_DELAY: '100',
@@ -371,6 +394,200 @@ describe('a collector that is down or hangs', () => {
         String(line.msg).startsWith('tracing: the last spans were not exported in time'),
       ),
     )
+  })
+})
+
+/** A collector that takes every request and keeps the target and Authorization it came with. */
+async function startRecordingCollector() {
+  const seen: { url: string; authorization: string | undefined }[] = []
+  const server = createServer(async (request, response) => {
+    for await (const _chunk of request);
+    seen.push({ url: request.url ?? '', authorization: request.headers.authorization })
+    response.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  let open = true
+  return {
+    port: (server.address() as AddressInfo).port,
+    seen,
+    close() {
+      if (!open) return
+      open = false
+      server.closeAllConnections()
+      server.close()
+    },
+  }
+}
+
+function logged(service: ServiceProcess, start: string): LogLine[] {
+  return logLines(service.stdout()).filter((line) => String(line.msg).startsWith(start))
+}
+
+describe("the collector's credentials in its endpoint (issue 46)", () => {
+  test('go to the collector and never to the log: not at start, not when it goes away', async () => {
+    const collector = await startRecordingCollector()
+    const service = await startService({
+      PETSTORE_API_KEYS: KEY,
+      DATABASE_URL: 'sqlite::memory:',
+      PETSTORE_RATE_LIMIT: '0',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://user:secret@127.0.0.1:${collector.port}/v1/traces?api-key=token`,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_TRACES_SAMPLER: 'always_on',
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+      // The exporter retries a refused batch until its timeout ends, then the failure is said.
+      OTEL_EXPORTER_OTLP_TIMEOUT: '500',
+    })
+    try {
+      assert.equal((await call(service, '/v1/pets?limit=1')).status, 200)
+      const deadline = Date.now() + 15_000
+      while (collector.seen.length === 0) {
+        assert.ok(Date.now() < deadline, 'nothing was exported')
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      // The exporter has the whole endpoint: the query, and the user and password as Basic auth.
+      assert.deepEqual(collector.seen[0], {
+        url: '/v1/traces?api-key=token',
+        authorization: `Basic ${Buffer.from('user:secret').toString('base64')}`,
+      })
+      collector.close()
+      for (
+        let round = 0;
+        logged(service, 'tracing: spans cannot be exported').length === 0;
+        round++
+      ) {
+        assert.ok(round < 100, 'the failure was never said')
+        assert.equal((await call(service, '/v1/pets?limit=1')).status, 200)
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+    } finally {
+      assert.equal(await service.stop(), 0)
+      collector.close()
+    }
+    const endpoint = `http://127.0.0.1:${collector.port}/v1/traces`
+    assert.equal(
+      logged(service, 'tracing: spans are exported over OTLP/HTTP')[0]?.endpoint,
+      endpoint,
+    )
+    assert.equal(logged(service, 'tracing: spans cannot be exported')[0]?.endpoint, endpoint)
+    const output = service.stdout() + service.stderr()
+    for (const secret of ['secret', 'token', 'user:']) {
+      assert.ok(!output.includes(secret), `"${secret}" is in the log`)
+    }
+  })
+})
+
+describe('whose trace context is followed: PETSTORE_TRUSTED_PROXIES only (issue 46)', () => {
+  test('the peer check: addresses and ranges as listed, IPv4-mapped peers too, none when unset', () => {
+    const trusted = trustedPeers(['10.0.0.2', '192.168.0.0/16', 'fd00::/8'])
+    const peers = ['10.0.0.2', '::ffff:10.0.0.2', '192.168.7.9', 'fd00::1', '10.0.0.3', '::1']
+    assert.deepEqual(
+      peers.map((peer) => trusted(peer)),
+      [true, true, true, true, false, false],
+    )
+    assert.equal(trusted(undefined), false, 'a peer gone has no address')
+    assert.equal(trustedPeers([])('127.0.0.1'), false, 'loopback is trusted only when listed')
+  })
+
+  test("the propagator follows a trusted peer's headers; of another's, keeps a link without tracestate", () => {
+    const propagator = new TrustedPeerPropagator(new W3CTraceContextPropagator())
+    const caller = callerContext()
+    const headers = { traceparent: caller.traceparent, tracestate: 'attacker=chosen' }
+    const getter = {
+      keys: (carrier: Record<string, string>) => Object.keys(carrier),
+      get: (carrier: Record<string, string>, key: string) => carrier[key],
+    }
+
+    const followed = propagator.extract(fromTrustedPeer(ROOT_CONTEXT), headers, getter)
+    assert.equal(trace.getSpanContext(followed)?.traceId, caller.traceId)
+    assert.equal(trace.getSpanContext(followed)?.traceState?.serialize(), 'attacker=chosen')
+
+    const refused = propagator.extract(ROOT_CONTEXT, headers, getter)
+    assert.equal(trace.getSpanContext(refused), undefined, 'no parent: a new trace starts')
+    const link = untrustedCaller(refused)
+    assert.equal(link?.traceId, caller.traceId)
+    assert.equal(link?.spanId, caller.parentId)
+    assert.equal(link?.traceState, undefined)
+  })
+
+  /** The exported span's tracestate (OTLP/JSON's `traceState`), kept by the receiver as sent. */
+  function traceStateOf(span: ReceivedSpan): unknown {
+    return (span as ReceivedSpan & { traceState?: unknown }).traceState
+  }
+
+  test('from an untrusted peer, 40 sampled traceparents in one trace: the ratio decides, in traces of our own', async (t) => {
+    const receiver = await startOtlpReceiver()
+    // Loopback, and no PETSTORE_TRUSTED_PROXIES: the client is the peer, and not trusted.
+    const service = await startService({
+      PETSTORE_API_KEYS: KEY,
+      DATABASE_URL: 'sqlite::memory:',
+      PETSTORE_RATE_LIMIT: '0',
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_TRACES_SAMPLER_ARG: '0.1',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    })
+    const chosen = randomBytes(16).toString('hex')
+    try {
+      for (let request = 0; request < 40; request++) {
+        const traceparent = `00-${chosen}-${randomBytes(8).toString('hex')}-01`
+        const response = await call(service, '/v1/pets?limit=1', {
+          traceparent,
+          tracestate: 'attacker=forced',
+        })
+        assert.equal(response.status, 200)
+      }
+    } finally {
+      // SIGTERM sends what is queued: after it, the receiver has every span exported.
+      assert.equal(await service.stop(), 0)
+      await receiver.close()
+    }
+    const servers = serverSpans(receiver.spans)
+    // The ratio sampler decides by each new trace id: about 4 of 40. Binomial(40, 0.1) passes
+    // 12 about once in 11,000 runs; following the callers would export all 40.
+    t.diagnostic(`${servers.length} of 40 server spans exported`)
+    assert.ok(servers.length <= 12, `${servers.length} of 40 exported`)
+    assert.deepEqual(traceOf(receiver.spans, chosen), [], "a span in the caller's trace")
+    assert.equal(new Set(servers.map((span) => span.traceId)).size, servers.length)
+    for (const span of servers) {
+      assert.equal(span.parentSpanId ?? '', '', 'a root span')
+      assert.ok(!traceStateOf(span), `tracestate ${String(traceStateOf(span))} exported`)
+      assert.deepEqual(
+        span.links.map((link) => link.traceId),
+        [chosen],
+        "linked to the caller's context",
+      )
+    }
+    assert.ok(!JSON.stringify(receiver.spans).includes('attacker=forced'))
+  })
+
+  test("from a peer in PETSTORE_TRUSTED_PROXIES, the caller's trace and tracestate are followed", async () => {
+    const receiver = await startOtlpReceiver()
+    const service = await startService({
+      PETSTORE_API_KEYS: KEY,
+      PETSTORE_TRUSTED_PROXIES: '127.0.0.1',
+      DATABASE_URL: 'sqlite::memory:',
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_TRACES_SAMPLER_ARG: '0.1',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    })
+    const caller = callerContext()
+    try {
+      const response = await call(service, '/v1/pets?limit=1', {
+        traceparent: caller.traceparent,
+        tracestate: 'vendor=caller',
+      })
+      assert.equal(response.status, 200)
+      await receiver.waitFor((spans) => serverSpans(traceOf(spans, caller.traceId)).length === 1)
+    } finally {
+      assert.equal(await service.stop(), 0)
+      await receiver.close()
+    }
+    const server = only(serverSpans(traceOf(receiver.spans, caller.traceId)), 'server span')
+    assert.equal(server.parentSpanId, caller.parentId)
+    assert.equal(traceStateOf(server), 'vendor=caller')
+    assert.deepEqual(server.links, [])
   })
 })
 

@@ -1,5 +1,5 @@
 // D23 across a fleet: one create through HAProxy (docs/fleet.md's configuration, which passes the
-// caller's `traceparent` on untouched) to one of two instances on PostgreSQL, reached directly
+// caller's `traceparent` on untouched, and which the instances trust) to one of two instances on PostgreSQL, reached directly
 // or, in the PgBouncer run (test/run.ts), through PgBouncer in transaction mode. The caller's
 // trace holds the instance's server span and the driver's spans of the queries it sent, each
 // naming the address it sent them to: the pooler's in that run.
@@ -41,6 +41,8 @@ describe('a trace through HAProxy, an instance and the database', { skip }, () =
           OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
           OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
           OTEL_BSP_SCHEDULE_DELAY: '100',
+          // HAProxy is the peer: trusted, so the caller's trace context is followed (D23).
+          PETSTORE_TRUSTED_PROXIES: '127.0.0.1',
         }),
       )
     }

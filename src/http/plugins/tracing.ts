@@ -1,6 +1,7 @@
 // D23: the server span of each request, while tracing is on (app.ts loads this module only
 // then). @fastify/otel, registered here first, makes it as a request arrives, continuing a
-// caller's W3C traceparent (the global propagator), and ends it with the status. Here it is
+// caller's W3C traceparent only when the connection's peer is one of PETSTORE_TRUSTED_PROXIES
+// (observability/tracing/caller-context.ts), and ends it with the status. Here it is
 // named by the route in the OpenAPI form (`GET /v1/pets/{petId}`, as metrics and logs name it)
 // and given the HTTP semantic conventions' attributes and what only the service knows: the API
 // key's id (never the key), the error code of a failure, the Idempotency-Key outcome (D14), and
@@ -10,6 +11,7 @@ import { type Attributes, context, type Span, SpanStatusCode, trace } from '@ope
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { codeForStatus } from '../../errors.ts'
+import { clientAddress } from '../../rate-limit/client-address.ts'
 import { routeTemplate } from './metrics.ts'
 
 declare module 'fastify' {
@@ -32,7 +34,7 @@ function requestAttributes(request: FastifyRequest, route: string | undefined): 
     'url.scheme': request.protocol,
     'url.path': request.url.split('?', 1)[0] ?? '',
     'network.protocol.version': request.raw.httpVersion,
-    'client.address': request.ip,
+    'client.address': clientAddress(request),
   }
   const query = request.url.indexOf('?')
   if (query !== -1) attributes['url.query'] = request.url.slice(query + 1)
@@ -72,7 +74,7 @@ function answerAttributes(request: FastifyRequest, reply: FastifyReply): Attribu
 }
 
 export interface TracingOptions {
-  /** @fastify/otel's plugin, from the instrumentation tracing/start.ts made. */
+  /** @fastify/otel's plugin and its peer check, from the instrumentation tracing/start.ts made. */
   fastifyOtel: FastifyPluginCallback
 }
 

@@ -12,7 +12,10 @@ export interface TracingLog {
 }
 
 export interface Tracing {
-  /** @fastify/otel's plugin, which the app's tracing plugin registers (http/plugins/tracing.ts). */
+  /**
+   * @fastify/otel's plugin, which the app's tracing plugin registers (http/plugins/tracing.ts),
+   * following a caller's trace context only from a trusted peer (caller-context.ts).
+   */
   readonly fastifyOtel: FastifyPluginCallback
   /** The store with a span around each statement batch (SQLite; pg is traced by its driver). */
   traceStore(store: Store): Store

@@ -22,7 +22,7 @@ import {
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace'
 import type { TracingConfig } from '../../config.ts'
-import { redactUrl } from '../logging.ts'
+import { redactQuery, redactUrl } from '../logging.ts'
 import type { TracingLog } from './installed.ts'
 
 /** The OTLP specification's default queue (OTEL_BSP_MAX_QUEUE_SIZE): about 2 MB of spans. */
@@ -31,14 +31,24 @@ export const MAX_QUEUE_SIZE = 2048
 /** The attributes that carry a URL or part of one (HTTP semantic conventions). */
 const URL_ATTRIBUTES = ['url.path', 'url.query', 'url.full'] as const
 
+/**
+ * The collector's endpoint as it is logged: origin and path. Its user, password and query, where
+ * a collector's credentials go (`https://user:token@host/v1/traces?api-key=…`), stay with the
+ * exporter, which reads the endpoint from the environment itself (issue 46).
+ */
+export function loggableEndpoint(endpoint: string): string {
+  const url = new URL(endpoint)
+  return `${url.origin}${url.pathname}`
+}
+
 /** Redacts credentials from URL attributes, as the log does (observability/logging.ts). */
 export function redactUrlAttributes(attributes: Attributes): Attributes {
   const redacted: Attributes = {}
   for (const name of URL_ATTRIBUTES) {
     const value = attributes[name]
     if (typeof value !== 'string') continue
-    // url.query has no `?`: redactUrl reads parameters only after one.
-    const clean = name === 'url.query' ? redactUrl(`?${value}`).slice(1) : redactUrl(value)
+    // url.query is the query alone, without its `?`.
+    const clean = name === 'url.query' ? redactQuery(value) : redactUrl(value)
     if (clean !== value) redacted[name] = clean
   }
   return redacted
@@ -72,6 +82,7 @@ class HeldLog implements TracingLog {
 class WatchedExporter implements SpanExporter {
   readonly #exporter: SpanExporter
   readonly #log: TracingLog
+  /** As logged: without credentials (loggableEndpoint). */
   readonly #endpoint: string
   handed = 0
   #failedBatches = 0
@@ -185,12 +196,12 @@ export interface Pipeline {
   log: HeldLog
 }
 
-/** The span processor that sends `exporter`'s spans to `endpoint`, and where it logs. */
+/** The span processor that sends `exporter`'s spans to `endpoint`, and where it logs it. */
 export function exportPipeline(
   exporter: SpanExporter,
   settings: Pick<TracingConfig, 'endpoint' | 'scheduleDelayMs'>,
 ): Pipeline {
   const log = new HeldLog()
-  const watched = new WatchedExporter(exporter, log, settings.endpoint)
+  const watched = new WatchedExporter(exporter, log, loggableEndpoint(settings.endpoint))
   return { processor: new WatchedBatch(watched, log, settings.scheduleDelayMs), log }
 }

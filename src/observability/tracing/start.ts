@@ -5,7 +5,8 @@
 // and installs what the instance puts in place (installed.ts). Not @opentelemetry/
 // instrumentation-http: it binds every request and response to the context, which costs each
 // request far more than its span, sampled or not (D23, docs/benchmarks.md "Tracing");
-// @fastify/otel makes the server span.
+// @fastify/otel makes the server span. A caller's trace context is followed only from a trusted
+// peer (caller-context.ts).
 import './module-hooks.ts'
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
@@ -28,8 +29,9 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace'
 import { type Config, configDefaults, type TracingConfig } from '../../config.ts'
+import { followingTrustedPeers, TrustedPeerPropagator, trustedPeers } from './caller-context.ts'
 import { installTracing, type Tracing } from './installed.ts'
-import { exportPipeline } from './pipeline.ts'
+import { exportPipeline, loggableEndpoint } from './pipeline.ts'
 import { tracedSqliteStore } from './sqlite-spans.ts'
 
 /** Shutdown waits this long at most for the last spans to leave (within D11's drain). */
@@ -77,8 +79,14 @@ function exporterOf(config: TracingConfig) {
   return config.protocol === 'http/json' ? new JsonExporter() : new ProtobufExporter()
 }
 
-/** Starts tracing for this process and installs its parts; call once, before the app loads. */
-export function startTracing(config: Pick<Config, 'env'>, tracing: TracingConfig): void {
+/**
+ * Starts tracing for this process and installs its parts; call once, before the app loads.
+ * `config.trustedProxies` are the peers whose trace context is followed (caller-context.ts).
+ */
+export function startTracing(
+  config: Pick<Config, 'env' | 'trustedProxies'>,
+  tracing: TracingConfig,
+): void {
   const { processor, log } = exportPipeline(exporterOf(tracing), tracing)
   const version = packageVersion()
   const provider = new TracerProvider({
@@ -87,7 +95,7 @@ export function startTracing(config: Pick<Config, 'env'>, tracing: TracingConfig
     spanProcessors: [processor],
   })
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator())
+  propagation.setGlobalPropagator(new TrustedPeerPropagator(new W3CTraceContextPropagator()))
   trace.setGlobalTracerProvider(provider)
   // The SDK's own warnings and errors go to the service's log. Its global error handler is
   // silenced: what reaches it here is a failed export, on every batch, which the pipeline says
@@ -122,14 +130,14 @@ export function startTracing(config: Pick<Config, 'env'>, tracing: TracingConfig
   const tracer = provider.getTracer('petstore', version)
 
   const parts: Tracing = {
-    fastifyOtel: fastifyOtel.plugin(),
+    fastifyOtel: followingTrustedPeers(fastifyOtel.plugin(), trustedPeers(config.trustedProxies)),
     traceStore: (store) => tracedSqliteStore(store, tracer),
     attach: (target) => {
       log.attach(target)
-      const { endpoint, protocol, sampler, samplerRatio } = tracing
+      const { protocol, sampler, samplerRatio } = tracing
       const ratio = sampler.endsWith('traceidratio') ? { ratio: samplerRatio } : {}
       target.info(
-        { endpoint, protocol, sampler, ...ratio },
+        { endpoint: loggableEndpoint(tracing.endpoint), protocol, sampler, ...ratio },
         'tracing: spans are exported over OTLP/HTTP',
       )
     },
