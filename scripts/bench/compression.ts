@@ -3,18 +3,25 @@
 // `Accept-Encoding: identity`, `gzip` and `br`, variant by variant within each round so that drift
 // hits all three. Server on one core, the load generator on the other. Prints the medians over the
 // rounds: requests a second, p50 and p99, the server's CPU per request, and the bytes of one body.
+// The same for the /docs page's largest file, swagger-ui's 1.7 MB bundle, which anyone may ask
+// for without a key: what one request for it costs the server in each coding (D26).
 // Then, in this process, what one such body costs to compress at each setting we could pick,
-// brotli's default quality 11 among them.
+// brotli's default quality 11 among them, and what compressing all of swagger-ui's files once in
+// both codings costs (what keeping them compressed from the start would cost each process).
 //
 //   node scripts/bench/compression.ts [--rounds 3] [--seconds 5] [--connections 50]
-import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
 import { generateApiKey } from '../../src/contract/api-key.ts'
-import { BROTLI_QUALITY } from '../../src/http/plugins/compression.ts'
+import {
+  BROTLI_QUALITY,
+  CONTENT_CODINGS,
+  compressWhole,
+} from '../../src/http/plugins/compression.ts'
 import { measure, type RunFigures, requireWrk, warmUp } from './load.ts'
 import { pinSelf, startServer } from './processes.ts'
 import { seed } from './seed.ts'
@@ -90,6 +97,39 @@ function compressionCost(body: Buffer, compress: (b: Buffer) => Buffer) {
   return { us: (used.user + used.system) / runs, bytes: size }
 }
 
+/** The medians of each coding's rounds, the server's CPU per request in µs or ms. */
+function printTable(
+  runs: Record<string, RunFigures[]>,
+  bytes: Record<string, number>,
+  unit: 'µs' | 'ms',
+) {
+  log(`| Accept-Encoding | req/s | p50 ms | p99 ms | server CPU ${unit}/request | bytes/response |`)
+  log('| --- | ---: | ---: | ---: | ---: | ---: |')
+  for (const coding of codings) {
+    const figures = runs[coding] ?? []
+    const cpuUs = median(figures.map((f) => f.cpuUsPerRequest))
+    const cpu = unit === 'ms' ? (cpuUs / 1000).toFixed(2) : cpuUs.toFixed(1)
+    log(
+      `| ${coding} | ${median(figures.map((f) => f.rps)).toFixed(0)} | ${median(figures.map((f) => f.p50)).toFixed(2)} | ${median(figures.map((f) => f.p99)).toFixed(2)} | ${cpu} | ${bytes[coding]} |`,
+    )
+  }
+}
+
+/** What compressing swagger-ui's files once in every coding costs (D26: kept, not at start). */
+async function swaggerUiCompressedOnce(): Promise<string> {
+  const folder = join(dirname(fileURLToPath(import.meta.resolve('@fastify/swagger-ui'))), 'static')
+  const names = readdirSync(folder).filter((name) => !name.endsWith('.png'))
+  const start = process.cpuUsage()
+  let kept = 0
+  for (const name of names) {
+    const body = readFileSync(join(folder, name))
+    for (const coding of CONTENT_CODINGS) kept += (await compressWhole(body, coding)).length
+  }
+  const used = process.cpuUsage(start)
+  const ms = (used.user + used.system) / 1000
+  return `swagger-ui's ${names.length} files but its PNGs, each compressed once in ${CONTENT_CODINGS.join(' and ')}: ${ms.toFixed(0)} ms of CPU, ${kept} bytes`
+}
+
 requireWrk()
 pinSelf()
 const key = generateApiKey('production')
@@ -108,58 +148,64 @@ const service = await startServer(
   '/readyz',
 )
 try {
-  const bytes: Record<string, number> = {}
-  let identityBody: Buffer = Buffer.alloc(0)
-  for (const coding of codings) {
-    const sent = await bodyAsSent(service.url + PATH, {
-      authorization: `Bearer ${key}`,
-      'accept-encoding': coding,
-    })
-    if (sent.coding !== coding) throw new Error(`asked for ${coding}, got ${sent.coding}`)
-    bytes[coding] = sent.bytes.length
-    if (coding === 'identity') identityBody = sent.bytes
-  }
-  const runs: Record<string, RunFigures[]> = { identity: [], gzip: [], br: [] }
-  const requestFor = (coding: string) => ({
-    method: 'GET' as const,
-    path: PATH,
-    headers: { 'accept-encoding': coding },
-  })
-  for (const coding of codings) {
-    await warmUp(
-      { url: service.url, pid: service.pid, key, request: requestFor(coding), connections },
-      2,
-    )
-  }
-  for (let round = 1; round <= rounds; round++) {
+  /** Each coding's body as sent, after checking that it was sent in that coding. */
+  const sentPerCoding = async (path: string, headers: Record<string, string>) => {
+    const bodies: Record<string, Buffer> = {}
     for (const coding of codings) {
-      const figures = await measure({
-        url: service.url,
-        pid: service.pid,
-        key,
-        request: requestFor(coding),
-        connections,
-        seconds,
-      })
-      runs[coding]?.push(figures)
-      log(
-        `round ${round} ${coding}: ${figures.rps.toFixed(0)} req/s, p99 ${figures.p99.toFixed(1)} ms, ${figures.cpuUsPerRequest.toFixed(1)} µs CPU`,
-      )
+      const sent = await bodyAsSent(service.url + path, { ...headers, 'accept-encoding': coding })
+      if (sent.coding !== coding)
+        throw new Error(`${path}: asked for ${coding}, got ${sent.coding}`)
+      bodies[coding] = sent.bytes
     }
+    return bodies
   }
+  const lengths = (bodies: Record<string, Buffer>) =>
+    Object.fromEntries(Object.entries(bodies).map(([coding, body]) => [coding, body.length]))
+
+  /** Warm-up, then `rounds` rounds of each coding in turn, so that drift hits all three. */
+  const measureCodings = async (path: string) => {
+    const runs: Record<string, RunFigures[]> = { identity: [], gzip: [], br: [] }
+    const requestFor = (coding: string) => ({
+      method: 'GET' as const,
+      path,
+      headers: { 'accept-encoding': coding },
+    })
+    const target = { url: service.url, pid: service.pid, key, connections }
+    for (const coding of codings) await warmUp({ ...target, request: requestFor(coding) }, 2)
+    for (let round = 1; round <= rounds; round++) {
+      for (const coding of codings) {
+        const figures = await measure({ ...target, request: requestFor(coding), seconds })
+        runs[coding]?.push(figures)
+        log(
+          `round ${round} ${path} ${coding}: ${figures.rps.toFixed(0)} req/s, p99 ${figures.p99.toFixed(1)} ms, ${figures.cpuUsPerRequest.toFixed(1)} µs CPU`,
+        )
+      }
+    }
+    return runs
+  }
+
+  const listBodies = await sentPerCoding(PATH, { authorization: `Bearer ${key}` })
+  const identityBody = listBodies.identity ?? Buffer.alloc(0)
+  const listRuns = await measureCodings(PATH)
   log('')
   log(
     `listPets \`limit=100\`, ${connections} connections, medians of ${rounds} rounds of ${seconds} s`,
   )
   log('')
-  log('| Accept-Encoding | req/s | p50 ms | p99 ms | server CPU µs/request | bytes/response |')
-  log('| --- | ---: | ---: | ---: | ---: | ---: |')
-  for (const coding of codings) {
-    const figures = runs[coding] ?? []
-    log(
-      `| ${coding} | ${median(figures.map((f) => f.rps)).toFixed(0)} | ${median(figures.map((f) => f.p50)).toFixed(2)} | ${median(figures.map((f) => f.p99)).toFixed(2)} | ${median(figures.map((f) => f.cpuUsPerRequest)).toFixed(1)} | ${bytes[coding]} |`,
-    )
-  }
+  printTable(listRuns, lengths(listBodies), 'µs')
+
+  // The URL the page names (with its version), as a browser asks for it: no key needed.
+  const page = (await bodyAsSent(`${service.url}/docs`, {})).bytes.toString('utf8')
+  const bundlePath = /"([^"]*\/swagger-ui-bundle\.js\?v=[\w-]+)"/.exec(page)?.[1]
+  if (bundlePath === undefined) throw new Error('/docs names no swagger-ui-bundle.js')
+  const bundleBodies = await sentPerCoding(bundlePath, {})
+  const bundleRuns = await measureCodings(bundlePath)
+  log('')
+  log(
+    `/docs's swagger-ui-bundle.js, ${connections} connections, medians of ${rounds} rounds of ${seconds} s`,
+  )
+  log('')
+  printTable(bundleRuns, lengths(bundleBodies), 'ms')
   log('')
   log(`One body of ${identityBody.length} bytes compressed in this process (CPU µs, bytes):`)
   log('')
@@ -179,6 +225,8 @@ try {
     const { us, bytes: size } = compressionCost(identityBody, compress)
     log(`| ${name} | ${us.toFixed(1)} | ${size} |`)
   }
+  log('')
+  log(await swaggerUiCompressedOnce())
 } finally {
   await service.stop()
 }

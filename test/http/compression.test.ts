@@ -3,12 +3,19 @@
 // browsers keep the files. Over node:http, which sends exactly the headers given and hands back
 // the bytes as sent (fetch adds Accept-Encoding and decodes by itself).
 import assert from 'node:assert/strict'
+import { readdirSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
+import { dirname, join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { MAX_ID, NAME_MAX_LENGTH } from '../../src/contract/limits.ts'
 import { COMPRESSION_THRESHOLD_BYTES } from '../../src/http/plugins/compression.ts'
-import { VERSIONED_ASSET_CACHE_CONTROL } from '../../src/http/plugins/docs-page.ts'
+import {
+  DOCS_PREFIX,
+  docsFileCompressions,
+  VERSIONED_ASSET_CACHE_CONTROL,
+} from '../../src/http/plugins/docs-page.ts'
 import { startServer, type TestServer } from '../helpers/server.ts'
 
 interface Answer {
@@ -311,6 +318,121 @@ describe('compression and caching (D26)', () => {
       assert.equal(cached.status, 304)
       assert.equal(cached.body.length, 0)
       assert.equal(cached.headers['cache-control'], VERSIONED_ASSET_CACHE_CONTROL)
+    })
+
+    it('swagger-ui’s files are compressed once per coding, then sent as kept, with their length', async () => {
+      const bundle = (await assetUrls()).find((url) => url.includes('swagger-ui-bundle.js')) ?? ''
+      const plain = await send(server, bundle)
+      for (const coding of ['br', 'gzip'] as const) {
+        const first = await send(server, bundle, { 'accept-encoding': coding })
+        // Sequential and at once: none of these compresses the bundle again.
+        const again = [await send(server, bundle, { 'accept-encoding': coding })]
+        again.push(
+          ...(await Promise.all(
+            [1, 2, 3].map(() => send(server, bundle, { 'accept-encoding': coding })),
+          )),
+        )
+        for (const answer of [first, ...again]) {
+          assert.equal(answer.status, 200)
+          assert.equal(answer.headers['content-encoding'], coding)
+          assert.equal(answer.headers['content-length'], String(answer.body.length))
+          assert.deepEqual(answer.body, first.body, 'the same kept bytes every time')
+        }
+        assert.equal(decoded(first), plain.body.toString('utf8'))
+        // Counted for the whole process (the test files share it): whoever asked first, once.
+        assert.equal(docsFileCompressions('swagger-ui-bundle.js', coding), 1, coding)
+      }
+    })
+
+    it('every file of swagger-ui’s goes in the coding it went in before, HEAD with the same headers', async () => {
+      const folder = join(
+        dirname(fileURLToPath(import.meta.resolve('@fastify/swagger-ui'))),
+        'static',
+      )
+      // index.html is not served: swagger-ui's own route sends it to the page.
+      for (const name of readdirSync(folder).filter((file) => file !== 'index.html')) {
+        const url = `${DOCS_PREFIX}/static/${name}`
+        const plain = await send(server, url)
+        const answer = await send(server, url, { 'accept-encoding': 'gzip, br' })
+        const head = await send(server, url, { 'accept-encoding': 'gzip, br' }, 'HEAD')
+        assert.equal(answer.status, 200, name)
+        if (name.endsWith('.png')) {
+          assert.equal(answer.headers['content-encoding'], undefined, name)
+        } else {
+          assert.equal(answer.headers['content-encoding'], 'br', name)
+          assert.match(String(answer.headers.vary), /accept-encoding/, name)
+        }
+        assert.equal(answer.headers['content-length'], String(answer.body.length), name)
+        assert.equal(decoded(answer), plain.body.toString('utf8'), name)
+        assert.equal(
+          answer.headers.etag,
+          plain.headers.etag,
+          `${name}: one weak tag for all codings`,
+        )
+        assert.equal(head.body.length, 0)
+        for (const header of [
+          'content-encoding',
+          'content-length',
+          'etag',
+          'vary',
+          'content-type',
+        ]) {
+          assert.equal(head.headers[header], answer.headers[header], `${name}: HEAD's ${header}`)
+        }
+      }
+    })
+
+    it('picks the coding the plugin picks for the same Accept-Encoding', async () => {
+      const bundle = `${DOCS_PREFIX}/static/swagger-ui-bundle.js`
+      for (const acceptEncoding of [
+        '',
+        'identity',
+        'gzip',
+        'br',
+        'BR',
+        'gzip, deflate, br',
+        'gzip, br',
+        'br;q=0.5, gzip',
+        'br;q=0, gzip;q=0.1',
+        'br;q=0.5, gzip;q=0.5',
+        'gzip;q=0.5, br;q=0.5',
+        'gzip;q=1.0, br;q=0.9',
+        'br ; q=1',
+        'br;q=0',
+        'x-gzip',
+        '*',
+        'gzip;q=0, *',
+        'deflate',
+        'identity;q=0',
+      ]) {
+        const byPlugin = await send(server, '/v1/openapi.json', {
+          'accept-encoding': acceptEncoding,
+        })
+        const kept = await send(server, bundle, { 'accept-encoding': acceptEncoding })
+        assert.equal(
+          kept.headers['content-encoding'],
+          byPlugin.headers['content-encoding'],
+          `Accept-Encoding: ${acceptEncoding}`,
+        )
+      }
+    })
+
+    it('a range, x-no-compression and a matching If-None-Match get the file as before', async () => {
+      const bundle = `${DOCS_PREFIX}/static/swagger-ui-bundle.js`
+      const plain = await send(server, bundle)
+      const range = await send(server, bundle, { 'accept-encoding': 'br', range: 'bytes=0-99' })
+      assert.equal(range.status, 206)
+      assert.equal(range.headers['content-encoding'], undefined)
+      assert.deepEqual(range.body, plain.body.subarray(0, 100))
+      const asIs = await send(server, bundle, { 'accept-encoding': 'br', 'x-no-compression': '1' })
+      assert.equal(asIs.headers['content-encoding'], undefined)
+      assert.deepEqual(asIs.body, plain.body)
+      const cached = await send(server, bundle, {
+        'accept-encoding': 'gzip',
+        'if-none-match': String(plain.headers.etag),
+      })
+      assert.equal(cached.status, 304)
+      assert.equal(cached.body.length, 0)
     })
 
     it('a file that does not exist is a 404 that no one keeps', async () => {

@@ -1,13 +1,16 @@
 // The interactive reference at /docs: swagger-ui from local assets (no CDN), under its own CSP,
 // titled as ours. Its files change only with a build, so the page names them with a version
 // (`?v=<hash of what they are made from>`) that browsers may keep for a year, and the page
-// itself and the document are revalidated with their ETags (D26).
+// itself and the document are revalidated with their ETags. swagger-ui's files are compressed once
+// per coding and kept (D26).
 import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
+import { Readable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import swaggerUi, { type FastifySwaggerUiOptions } from '@fastify/swagger-ui'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { CompressedFiles } from '../compressed-files.ts'
 import {
   DOCUMENT_CACHE_CONTROL,
   etagsOf,
@@ -16,6 +19,7 @@ import {
   sendFixedBody,
   strongEtag,
 } from '../conditional-get.ts'
+import { type ContentCoding, negotiatedCoding, varyOnAcceptEncoding } from './compression.ts'
 import { htmlSecurityHeaders } from './security.ts'
 
 export const DOCS_PREFIX = '/docs'
@@ -145,23 +149,36 @@ const options = {
   },
 } satisfies FastifySwaggerUiOptions
 
+const SWAGGER_UI_DIR = dirname(fileURLToPath(import.meta.resolve('@fastify/swagger-ui')))
+/** The folder @fastify/swagger-ui serves under /docs/static/ (through @fastify/static). */
+const SWAGGER_UI_STATIC_DIR = join(SWAGGER_UI_DIR, 'static')
+
+/**
+ * swagger-ui's files, compressed once per coding for the whole process, whatever the number of
+ * apps in it (D26; ../compressed-files.ts).
+ */
+const swaggerUiFiles = new CompressedFiles(SWAGGER_UI_STATIC_DIR)
+
+/** How many times this process has compressed one of swagger-ui's files in `coding`. */
+export function docsFileCompressions(name: string, coding: ContentCoding): number {
+  return swaggerUiFiles.compressions(name, coding)
+}
+
 /**
  * What the page's files are made from: swagger-ui's files, its version, and our options (the
  * page and swagger-initializer.js are generated from them). Any change gives new URLs.
  */
 function assetVersion(): string {
-  const packageDir = dirname(fileURLToPath(import.meta.resolve('@fastify/swagger-ui')))
   const hash = createHash('sha256')
-  hash.update(readFileSync(join(packageDir, 'package.json')))
+  hash.update(readFileSync(join(SWAGGER_UI_DIR, 'package.json')))
   // With the plugin's source: JSON.stringify alone would drop functions.
   hash.update(
     JSON.stringify(options, (_key, value: unknown) =>
       typeof value === 'function' ? String(value) : value,
     ),
   )
-  const staticDir = join(packageDir, 'static')
-  for (const name of readdirSync(staticDir).sort()) {
-    hash.update(name).update(readFileSync(join(staticDir, name)))
+  for (const name of readdirSync(SWAGGER_UI_STATIC_DIR).sort()) {
+    hash.update(name).update(readFileSync(join(SWAGGER_UI_STATIC_DIR, name)))
   }
   return hash.digest('base64url').slice(0, 16)
 }
@@ -217,6 +234,61 @@ export const docsPage: FastifyPluginAsync<{ document: () => FixedBody }> = async
     }
     done(null, withEtag(request, reply, body))
   })
+  app.addHook('onSend', keptCoding)
+}
+
+/** @fastify/static's route for swagger-ui's files. */
+const STATIC_FILES_ROUTE = `${DOCS_PREFIX}/static/*`
+
+/**
+ * The types of swagger-ui's files that @fastify/compress compresses (its rule reads mime-db, which
+ * is not ours to import): scripts, style sheets, HTML, JSON and SVG. Its PNGs go as they are.
+ */
+const COMPRESSIBLE_TYPE = /^(?:text\/|application\/(?:javascript|json)|image\/svg\+xml)/
+
+/**
+ * A file of swagger-ui's (GET or HEAD, 200) goes in the coding the client asks for from
+ * swaggerUiFiles, compressed once (D26); the plugin compresses none of them, through its
+ * documented opt-out, so no request makes the service compress one again. The headers stay
+ * @fastify/static's (its weak ETag holds for every coding, RFC 9110 §8.8.1), with the coding,
+ * Vary and the compressed length, which a compressed stream could not say before. Ranges (206)
+ * and 304s go as they did.
+ */
+async function keptCoding(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+): Promise<unknown> {
+  if (request.routeOptions.url !== STATIC_FILES_ROUTE || reply.statusCode !== 200) return payload
+  const coding = codingFor(request, reply)
+  // The plugin's opt-out, whatever goes: it never compresses one of these files itself.
+  request.headers['x-no-compression'] = '1'
+  if (coding === undefined) return payload
+  const name = fileName(request)
+  let bytes: Buffer
+  try {
+    bytes = await swaggerUiFiles.compressed(name, coding)
+  } finally {
+    // @fastify/static's stream of the file as it is, opened but not read.
+    if (payload instanceof Readable) payload.destroy()
+  }
+  varyOnAcceptEncoding(reply)
+  reply.header('content-encoding', coding).header('content-length', bytes.length)
+  return bytes
+}
+
+/** The coding to send: none when the client asks for none (or says x-no-compression itself). */
+function codingFor(request: FastifyRequest, reply: FastifyReply): ContentCoding | undefined {
+  if (request.headers['x-no-compression'] !== undefined) return undefined
+  if (!COMPRESSIBLE_TYPE.test(String(reply.getHeader('content-type') ?? ''))) return undefined
+  // Only names the folder has: another spelling @fastify/static may accept goes as it is.
+  if (!swaggerUiFiles.has(fileName(request))) return undefined
+  return negotiatedCoding(request.headers['accept-encoding'])
+}
+
+/** The file the static route was asked for, by the name in its folder. */
+function fileName(request: FastifyRequest): string {
+  return (request.params as { '*'?: string })['*'] ?? ''
 }
 
 /**
