@@ -521,8 +521,10 @@ const OTLP_TRACES_PATH = 'v1/traces'
 function otlpUrl(name: string, raw: string): URL {
   const url = URL.canParse(raw) ? new URL(raw) : undefined
   if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    // Never the value itself: a collector's credentials go in it (user, password, query).
+    const got = url === undefined ? 'not a URL' : `a URL of scheme ${url.protocol}`
     throw new ConfigError(
-      `${name} must be an http:// or https:// URL of an OTLP/HTTP receiver (got ${JSON.stringify(raw)})`,
+      `${name} must be an http:// or https:// URL of an OTLP/HTTP receiver (got ${got})`,
     )
   }
   return url

@@ -539,6 +539,15 @@ describe('tracing (D23): the OpenTelemetry variables', () => {
         /^OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be/,
       ],
       [
+        // Issue 46: the value is never quoted back, credentials and all.
+        { OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://user:secret@c:4317/?api-key=token' },
+        /^OTEL_EXPORTER_OTLP_ENDPOINT must be .* \(got a URL of scheme grpc:\)$/,
+      ],
+      [
+        { OTEL_EXPORTER_OTLP_ENDPOINT: 'http//user:secret@c' },
+        /^OTEL_EXPORTER_OTLP_ENDPOINT must be .* \(got not a URL\)$/,
+      ],
+      [
         { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
         /grpc is not supported: use http\/protobuf or http\/json/,
       ],
