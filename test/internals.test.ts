@@ -1,4 +1,4 @@
-// The private parts of Node.js the service relies on, each fenced in one module with the
+// The private parts of Node.js and Fastify the service relies on, each fenced in one module with the
 // versions it was checked on. When a release of Node.js changes one of them, this fails and
 // names the module to look at; the service itself only loses what the part gave (a memory
 // saving, a log field), never a request.
@@ -7,7 +7,8 @@ import { EventEmitter, once } from 'node:events'
 import { createServer } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { test } from 'node:test'
-import { dropFurtherRequests } from '../src/http/internals.ts'
+import Fastify from 'fastify'
+import { dropFurtherRequests, replyHeadersFound, setReplyHeaders } from '../src/http/internals.ts'
 import { emittedErrorStack } from '../src/process/internals.ts'
 
 const HTTP_INTERNALS = `src/http/internals.ts no longer fits Node.js ${process.version}`
@@ -41,6 +42,30 @@ test("src/http/internals.ts: a connection's parser drops the requests it parses 
     assert.equal(answer.match(/HTTP\/1\.1 200/g)?.length, 1, 'the first request is answered')
   } finally {
     server.close()
+  }
+})
+
+test('src/http/internals.ts: a Fastify reply keeps the headers it sends where setReplyHeaders puts them', async () => {
+  const app = Fastify()
+  let found: boolean | undefined
+  app.get('/', (_request, reply) => {
+    found = replyHeadersFound(reply)
+    setReplyHeaders(reply, { 'x-one': '1', 'cache-control': 'no-store' })
+    reply.header('X-Two', '2')
+    return reply.send('ok')
+  })
+  try {
+    const response = await app.inject('/')
+    assert.equal(found, true, `${HTTP_INTERNALS}: no fastify.reply.headers symbol on a reply`)
+    assert.equal(
+      response.headers['x-one'],
+      '1',
+      `${HTTP_INTERNALS}: a header copied in was not sent`,
+    )
+    assert.equal(response.headers['cache-control'], 'no-store')
+    assert.equal(response.headers['x-two'], '2', 'a header set the public way is sent beside them')
+  } finally {
+    await app.close()
   }
 })
 

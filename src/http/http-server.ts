@@ -26,6 +26,7 @@ import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import type { ConnectionLimits } from '../config.ts'
 import { type ErrorCode, errorBody, errorCatalog } from '../errors.ts'
+import { isLetters } from './ascii-case.ts'
 import { dropFurtherRequests } from './internals.ts'
 import { requestId } from './plugins/request-id.ts'
 
@@ -201,7 +202,7 @@ function hostHeaderCount(req: IncomingMessage): number {
   let count = 0
   const raw = req.rawHeaders
   for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i]?.length === 4 && raw[i]?.toLowerCase() === 'host') count++
+    if (isLetters(raw[i] ?? '', 'host')) count++
   }
   return count
 }
@@ -309,7 +310,9 @@ class Connection {
     const [req, res] = next
     this.#active = req
     this.#activeResponse = res
-    res.once('close', this.#answered)
+    // `on`, not `once`: a response closes once, and is dropped with its listener after; `once`
+    // would wrap the listener and remove it, on every request.
+    res.on('close', this.#answered)
     // The app sees the request once the parser is done with the bytes it is parsing now: an
     // error in the request's own bytes that came in the same read (a malformed chunk after the
     // headers) is then its answer, as it must be, even when the app would answer at once,

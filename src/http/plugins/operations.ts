@@ -9,6 +9,7 @@ import type { onRequestAsyncHookHandler, onRequestHookHandler, RouteOptions } fr
 import fp from 'fastify-plugin'
 import type { Clock } from '../../clock.ts'
 import type { KeyVerifier } from '../../keys/verifier.ts'
+import { setReplyHeaders } from '../internals.ts'
 import { type AuthFailureOptions, authenticate } from './auth.ts'
 import { deprecationHeaders, sunsetCheck } from './deprecation.ts'
 
@@ -27,7 +28,7 @@ type Step = onRequestHookHandler | onRequestAsyncHookHandler
  * The headers every answer of the route carries, whatever its status: 401s, 410s and 429s
  * included. `Cache-Control: no-store` because answers depend on the key, so no shared cache may
  * keep them (D13, OWASP's REST Security Cheat Sheet); the deprecation notice on a deprecated
- * operation (D7). One frozen object per route, set with one call.
+ * operation (D7). One frozen object per route, copied in at once (internals.ts).
  */
 function constantHeaders(route: RouteOptions): Readonly<Record<string, string>> {
   const deprecation = route.config?.deprecation
@@ -41,7 +42,7 @@ function stepsOf(route: RouteOptions, options: OperationsOptions): Step[] {
   const headers = constantHeaders(route)
   const steps: Step[] = [
     function operationHeaders(_request, reply, done) {
-      reply.headers(headers)
+      setReplyHeaders(reply, headers)
       done()
     },
     authenticate(options.verifier, options.authFailures),
