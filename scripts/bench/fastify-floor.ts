@@ -4,9 +4,10 @@
 // string in the handler, the same SQL and bodies (reads.ts), the service's headers set from one
 // frozen object per operation (reply.headers) plus the X-Request-Id that Fastify's genReqId makes
 // as the service's does, a string body sent as it is, and the same durable group commit for
-// createPet (group-commit.ts; Fastify's own JSON body parser). Service ÷ floor is what the
-// service adds to Fastify; floor ÷ same bytes is what Fastify adds to node:http. The harness
-// checks its statuses, bodies and headers against the service's on every run.
+// createPet (group-commit.ts; Fastify's own JSON body parser), with an Idempotency-Key the same
+// database work for it as same-bytes.ts's. Service ÷ floor is what the service adds to Fastify;
+// floor ÷ same bytes is what Fastify adds to node:http. The harness checks its statuses, bodies
+// and headers against the service's on every run.
 //
 //   node scripts/bench/fastify-floor.ts <sqlite file>
 // with PORT and BENCH_AUTHORIZATION (the whole Authorization header expected) in the environment.
@@ -77,7 +78,8 @@ app.post('/v1/pets', (request, reply) => {
     headed(request, reply, OPERATION_HEADERS).code(400).send('{}')
     return
   }
-  commits.create(pet, (err, created) => {
+  const key = request.headers['idempotency-key']
+  commits.create(pet, typeof key === 'string' ? key : undefined, (err, created) => {
     if (err !== undefined || created === undefined) {
       headed(request, reply, OPERATION_HEADERS).code(503).send('{}')
       return

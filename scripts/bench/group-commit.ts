@@ -2,10 +2,20 @@
 // service's SQLite file opened as src/store/sqlite/store.ts opens it (WAL, synchronous=FULL, so a
 // COMMIT returns once the log is fsync'd), and its group commit at its simplest: every create
 // arriving in one event-loop turn joins one BEGIN IMMEDIATE … COMMIT, and each caller hears of
-// its pet only after that COMMIT. No retries on timers, no outage reports, no idempotency
-// records: a failure fails the whole batch, which fails the benchmark run (non-2xx).
+// its pet only after that COMMIT. The service's own statements (src/store/sqlite/pets.ts's
+// PET_WRITES). A create with an Idempotency-Key does the service's database work for it (D14):
+// the claim its route makes (routes/pets.ts: the body's fingerprint, the answer around the new
+// id, now and the end of the default TTL), then in the batch's transaction the pet, then its
+// record. No retries on timers, no outage reports, no replays: a failure, a key already held
+// among them (the benchmark sends a new key each time), fails the whole batch, which fails the
+// benchmark run (non-2xx).
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
+import { IDEMPOTENCY_TTL_DEFAULT_SECONDS } from '../../src/contract/limits.ts'
 import type { NewPet, Pet, PetStatus } from '../../src/contract/schemas.ts'
+import { requestFingerprint } from '../../src/http/routes/idempotency.ts'
+import { petJsonAroundId } from '../../src/http/routes/pets-json.ts'
+import { claimRecordValues, PET_WRITES, toPet } from '../../src/store/sqlite/pets.ts'
+import type { IdempotencyClaim } from '../../src/store/store.ts'
 
 /** Opens the file for reads and durable writes, as the service does. */
 export function openDurable(path: string): DatabaseSync {
@@ -31,11 +41,25 @@ export function newPetOf(value: unknown): NewPet | undefined {
   return pet
 }
 
-/** The contract's Pet, its fields in the schema's order (the service's 201 body). */
-export function createdPet(id: number, pet: NewPet): Pet {
-  const created: Pet = { id, name: pet.name, categoryId: pet.categoryId }
-  if (pet.status !== undefined) created.status = pet.status
-  return created
+/** The record's owner: any text will do (no foreign key); the service's is the API key's id. */
+const API_KEY_ID = 'same-bytes'
+const TTL_MS = IDEMPOTENCY_TTL_DEFAULT_SECONDS * 1000
+
+/** The claim the service's route makes for a create with `key` (routes/pets.ts). */
+function claimOf(pet: NewPet, key: string): IdempotencyClaim {
+  const now = Date.now()
+  return {
+    apiKeyId: API_KEY_ID,
+    key,
+    fingerprint: requestFingerprint(pet),
+    now: new Date(now),
+    expiredAt: new Date(now - TTL_MS),
+    outcome: {
+      status: 201,
+      body: petJsonAroundId(pet),
+      location: { before: '/v1/pets/', after: '' },
+    },
+  }
 }
 
 type Done = (err: unknown, pet?: Pet) => void
@@ -43,19 +67,34 @@ type Done = (err: unknown, pet?: Pet) => void
 export class GroupCommit {
   readonly #db: DatabaseSync
   readonly #insert: StatementSync
-  #pending: { pet: NewPet; done: Done }[] = []
+  readonly #claimRecord: StatementSync
+  #pending: { pet: NewPet; claim: IdempotencyClaim | undefined; done: Done }[] = []
 
   constructor(db: DatabaseSync) {
     this.#db = db
-    // The service's INSERT (src/store/sqlite/pets.ts), with run() and lastInsertRowid as it does.
-    this.#insert = db.prepare('INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)')
+    this.#insert = db.prepare(PET_WRITES.insert)
+    this.#claimRecord = db.prepare(PET_WRITES.claimRecord)
   }
 
-  /** Queues a create; `done` is called once the batch holding it has committed (or failed). */
-  create(pet: NewPet, done: Done): void {
-    this.#pending.push({ pet, done })
+  /**
+   * Queues a create, with its Idempotency-Key as sent (undefined without one); `done` is called
+   * once the batch holding it has committed (or failed).
+   */
+  create(pet: NewPet, key: string | undefined, done: Done): void {
+    const claim = key === undefined ? undefined : claimOf(pet, key)
+    this.#pending.push({ pet, claim, done })
     // The first create of a turn schedules the commit; the rest of the turn joins it.
     if (this.#pending.length === 1) setImmediate(() => this.#flush())
+  }
+
+  /** The service's create in the batch's transaction (SqlitePetRepository's #insertOne). */
+  #insertOne(pet: NewPet, claim: IdempotencyClaim | undefined): Pet {
+    const { lastInsertRowid } = this.#insert.run(pet.name, pet.categoryId, pet.status ?? null)
+    const created = toPet([Number(lastInsertRowid), pet.name, pet.categoryId, pet.status ?? null])
+    if (claim === undefined) return created
+    const { changes } = this.#claimRecord.run(...claimRecordValues(claim, created.id))
+    if (Number(changes) !== 1) throw new Error(`the Idempotency-Key ${claim.key} is held`)
+    return created
   }
 
   #flush(): void {
@@ -65,10 +104,7 @@ export class GroupCommit {
     let created: Pet[]
     try {
       db.exec('BEGIN IMMEDIATE')
-      created = batch.map(({ pet }) => {
-        const { lastInsertRowid } = this.#insert.run(pet.name, pet.categoryId, pet.status ?? null)
-        return createdPet(Number(lastInsertRowid), pet)
-      })
+      created = batch.map(({ pet, claim }) => this.#insertOne(pet, claim))
       db.exec('COMMIT')
     } catch (err) {
       if (db.isTransaction) db.exec('ROLLBACK')

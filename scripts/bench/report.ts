@@ -151,7 +151,7 @@ function targets(report: BenchReport): Target[] {
     ...ratioTarget(
       at50,
       CREATES,
-      "createPet, durable; with a new `Idempotency-Key` each (against same bytes' durable create)",
+      "createPet, durable; with a new `Idempotency-Key` each (against same bytes' keyed create)",
       0.75,
     ),
     ...p99Target(at50),
@@ -211,7 +211,7 @@ function introduction(report: BenchReport): string[] {
     '',
     `${int(settings.pets)} pets in the SQLite file; ${settings.rounds} rounds of ${settings.seconds} s per figure after ${settings.warmupSeconds} s of warm-up for each server, the servers' order rotating from round to round; ${settings.pinning ? `servers pinned to core ${settings.pinning.server}, wrk to core ${settings.pinning.load}` : 'no pinning (taskset missing)'}. While it ran, other processes used ${conditions.otherProcessesCores.toFixed(2)} of the ${machine.cores} cores on average and the hypervisor took ${conditions.stolenCores.toFixed(2)} (load average before/after: ${loads(conditions.loadAverageBefore)} / ${loads(conditions.loadAverageAfter)}).${loadCoreSentence(report)}`,
     '',
-    "Each figure is the median over the rounds; each ratio is the median of the per-round ratios (for req/s higher is better). The service and its references, measured in the same rounds on the same file: **same bytes** (raw `node:http`, the service's SQL, bodies and response headers, createPet durable with a group commit), the **framework floor** (bare Fastify doing the same), the **database limit** (raw `node:http`, the same SQL, minimal headers; reads only) and the **ceiling** (raw `node:http`, precomputed bodies). req/s, p50 and p99 are wrk's; CPU is the server process's user + system time per request and RSS its peak, both read from `/proc`. On the creates, same bytes and the floor ignore the `Idempotency-Key`: their figures are their durable create.",
+    "Each figure is the median over the rounds; each ratio is the median of the per-round ratios (for req/s higher is better). The service and its references, measured in the same rounds on the same file: **same bytes** (raw `node:http`, the service's SQL, bodies and response headers, createPet durable with a group commit), the **framework floor** (bare Fastify doing the same), the **database limit** (raw `node:http`, the same SQL, minimal headers; reads only) and the **ceiling** (raw `node:http`, precomputed bodies). req/s, p50 and p99 are wrk's; CPU is the server process's user + system time per request and RSS its peak, both read from `/proc`. With an `Idempotency-Key`, same bytes and the floor do the service's database work for it: its fingerprint of the body, then the pet and the key's record in the same durable transaction, by the service's own statements (keyed against keyed).",
   ]
 }
 

@@ -3,15 +3,16 @@
 // Starts the service as an operator runs it (bin/petstore.js serve) on a SQLite file seeded with
 // 1,000,000 pets, and beside it, on the same file: the same bytes (scripts/bench/same-bytes.ts:
 // raw node:http running our SQL and sending our bodies and response headers, createPet durable
-// with a group commit), the framework floor (scripts/bench/fastify-floor.ts: bare Fastify doing
-// the same), the database limit (scripts/bench/db-limit.ts: raw node:http, our SQL, minimal
-// headers; reads only) and the ceiling (scripts/bench/ceiling.ts: raw node:http, precomputed
-// bodies identical in bytes to ours). Each reference's answers are checked against the service's
-// first. Then measures each operation at 10 and 50 keep-alive connections with wrk (load.ts),
-// the service and every reference once per round, their order rotating from round to round so
-// that drift hits all of them. Servers run on one core, wrk on the other. Figures are medians
-// over the rounds; ratios are medians of the per-round ratios. Writes docs/benchmarks.md (the
-// generated section) and docs/benchmarks.json.
+// with a group commit, a keyed one with its Idempotency-Key's record in the same transaction),
+// the framework floor (scripts/bench/fastify-floor.ts: bare Fastify doing the same), the
+// database limit (scripts/bench/db-limit.ts: raw node:http, our SQL, minimal headers; reads
+// only) and the ceiling (scripts/bench/ceiling.ts: raw node:http, precomputed bodies identical
+// in bytes to ours). Each reference's answers are checked against the service's first. Then
+// measures each operation at 10 and 50 keep-alive connections with wrk (load.ts), the service
+// and every reference once per round, their order rotating from round to round so that drift
+// hits all of them. Servers run on one core, wrk on the other. Figures are medians over the
+// rounds; ratios are medians of the per-round ratios. Writes docs/benchmarks.md (the generated
+// section) and docs/benchmarks.json.
 //
 //   npm run bench                      the full run (many minutes)
 //   npm run bench -- --quick           a small table, 50 connections, short runs, fewer

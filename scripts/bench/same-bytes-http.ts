@@ -4,11 +4,11 @@
 // type, getPet's deprecation notice (service-headers.ts), a fresh X-Request-Id made as the service
 // makes it, a Content-Length, and the service's keep-alive timeout. The body of a create is
 // parsed with JSON.parse and its fields' types checked, no more; an Idempotency-Key is passed to
-// the engine as sent, which ignores it (the target for the keyed create is the plain durable
-// create) unless it runs the service's keyed statement (same-bytes-postgres.ts with
-// BENCH_KEYED=statement). No logging, metrics, rate limit
-// or load shedding. Each engine gives its reads and its durable create as callbacks, so that a
-// synchronous engine answers in the same turn, as SQLite's does.
+// the engine as sent, which does the service's database work for it (SQLite's group commit,
+// group-commit.ts; same-bytes-postgres.ts with BENCH_KEYED=statement), or ignores it (PostgreSQL
+// without). No logging, metrics, rate limit or load shedding. Each engine gives its reads and its
+// durable create as callbacks, so that a synchronous engine answers in the same turn, as
+// SQLite's does.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { NewPet, Pet } from '../../src/contract/schemas.ts'
 import { KEEP_ALIVE_TIMEOUT_MS } from '../../src/http/http-server.ts'

@@ -1,7 +1,7 @@
 // The pets and their Idempotency-Key records on SQLite: reads as prepared statements, creates
 // committed together, one transaction per event-loop turn (group commit, D10), keyed creates
 // and their records in the same transaction (D14).
-import type { DatabaseSync, StatementSync } from 'node:sqlite'
+import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { LIST_LIMIT } from '../../contract/limits.ts'
 import type { NewPet, Pet, PetStatus } from '../../contract/schemas.ts'
@@ -92,6 +92,37 @@ export class PetQueries {
   }
 }
 
+/**
+ * The SQL of a create (D14), for the store and for the benchmark's SQLite reference, which runs
+ * the service's statements in its own group commit (scripts/bench/group-commit.ts).
+ */
+export const PET_WRITES = {
+  insert: 'INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)',
+  // D14: a record goes in unless a live one holds the key; an expired one (created at or
+  // before the last parameter) is replaced. No change means the key is held.
+  claimRecord: `INSERT INTO idempotency_keys (api_key_id, key, fingerprint, status, body, location, created_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = excluded.fingerprint,
+          status = excluded.status, body = excluded.body, location = excluded.location,
+          created_at = excluded.created_at
+        WHERE idempotency_keys.created_at <= ?`,
+} as const
+
+/** PET_WRITES.claimRecord's parameters, in its order, for the pet `id` (also for the reference). */
+export function claimRecordValues(claim: IdempotencyClaim, id: number): SQLInputValue[] {
+  const { status, body, location } = claim.outcome
+  return [
+    claim.apiKeyId,
+    claim.key,
+    claim.fingerprint,
+    status,
+    withId(body, id),
+    withId(location, id),
+    claim.now.getTime(),
+    claim.expiredAt.getTime(),
+  ]
+}
+
 function toRecord(row: RowObject): IdempotencyRecord {
   return {
     fingerprint: text(row, 'fingerprint'),
@@ -134,26 +165,13 @@ export class SqlitePetRepository implements PetRepository {
   constructor(db: DatabaseSync, attempts: Attempts) {
     this.#db = db
     this.#attempts = attempts
-    this.#insert = preparedOnFirstUse(
-      db,
-      'INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)',
-    )
+    this.#insert = preparedOnFirstUse(db, PET_WRITES.insert)
     this.#reads = new PetQueries(db)
     this.#findRecord = preparedOnFirstUse(
       db,
       'SELECT fingerprint, status, body, location, created_at AS createdAt FROM idempotency_keys WHERE api_key_id = ? AND key = ?',
     )
-    // D14: a record goes in unless a live one holds the key; an expired one (created at or
-    // before the last parameter) is replaced. No change means the key is held.
-    this.#claimRecord = preparedOnFirstUse(
-      db,
-      `INSERT INTO idempotency_keys (api_key_id, key, fingerprint, status, body, location, created_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = excluded.fingerprint,
-          status = excluded.status, body = excluded.body, location = excluded.location,
-          created_at = excluded.created_at
-        WHERE idempotency_keys.created_at <= ?`,
-    )
+    this.#claimRecord = preparedOnFirstUse(db, PET_WRITES.claimRecord)
     this.#deletePet = preparedOnFirstUse(db, 'DELETE FROM pets WHERE id = ?')
     this.#purgeRecords = preparedOnFirstUse(
       db,
@@ -255,17 +273,7 @@ export class SqlitePetRepository implements PetRepository {
     // As a row would come back: the schema's keys in its order (routes/pets-json.ts).
     const created = toPet([Number(lastInsertRowid), pet.name, pet.categoryId, pet.status ?? null])
     if (claim === undefined) return { created }
-    const { status, body, location } = claim.outcome
-    const { changes } = this.#claimRecord().run(
-      claim.apiKeyId,
-      claim.key,
-      claim.fingerprint,
-      status,
-      withId(body, created.id),
-      withId(location, created.id),
-      claim.now.getTime(),
-      claim.expiredAt.getTime(),
-    )
+    const { changes } = this.#claimRecord().run(...claimRecordValues(claim, created.id))
     if (Number(changes) === 1) return { created }
     this.#deletePet().run(created.id)
     const row = this.#findRecord().get(claim.apiKeyId, claim.key)
