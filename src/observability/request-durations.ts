@@ -56,7 +56,14 @@ export class RequestDurations {
   /** Summed across cluster workers (prom-client's AggregatorRegistry). */
   readonly aggregator = 'sum'
   readonly #bounds: readonly number[]
-  readonly #series = new Map<string, Series>()
+  /**
+   * The series by route, then method, then status: each look-up by a string the process already
+   * holds (the route's template, the parser's method) or a number, never a key built per request
+   * (docs/benchmarks.md, "Where the instructions go, by function").
+   */
+  readonly #byRoute = new Map<string, Map<string, Map<number, Series>>>()
+  /** Every series, for a scrape. */
+  readonly #series: Series[] = []
 
   constructor({ name, help, buckets, registry }: RequestDurationsOptions) {
     this.name = name
@@ -78,8 +85,27 @@ export class RequestDurations {
     // A duration is a difference of monotonic clock readings; were it ever not a number, it would
     // turn the series' sum into NaN for the life of the process (prom-client throws instead).
     if (!Number.isFinite(seconds)) return
-    const key = `${method} ${status} ${route}`
-    let series = this.#series.get(key)
+    const series = this.#seriesOf(method, route, status)
+    const bounds = this.#bounds
+    let bucket = 0
+    while (bucket < bounds.length && seconds > (bounds[bucket] as number)) bucket++
+    const { counts } = series
+    counts[bucket] = (counts[bucket] as number) + 1
+    counts[bounds.length + 1] = (counts[bounds.length + 1] as number) + seconds
+  }
+
+  #seriesOf(method: string, route: string, status: number): Series {
+    let byMethod = this.#byRoute.get(route)
+    if (byMethod === undefined) {
+      byMethod = new Map()
+      this.#byRoute.set(route, byMethod)
+    }
+    let byStatus = byMethod.get(method)
+    if (byStatus === undefined) {
+      byStatus = new Map()
+      byMethod.set(method, byStatus)
+    }
+    let series = byStatus.get(status)
     if (series === undefined) {
       series = {
         labels: {
@@ -89,21 +115,17 @@ export class RequestDurations {
         },
         counts: new Float64Array(this.#bounds.length + 2),
       }
-      this.#series.set(key, series)
+      byStatus.set(status, series)
+      this.#series.push(series)
     }
-    const bounds = this.#bounds
-    let bucket = 0
-    while (bucket < bounds.length && seconds > (bounds[bucket] as number)) bucket++
-    const { counts } = series
-    counts[bucket] = (counts[bucket] as number) + 1
-    counts[bounds.length + 1] = (counts[bounds.length + 1] as number) + seconds
+    return series
   }
 
   /** The samples, as prom-client's Histogram gives them. */
   async get() {
     const values: Sample[] = []
     const bounds = this.#bounds
-    for (const { labels, counts } of this.#series.values()) {
+    for (const { labels, counts } of this.#series) {
       let cumulative = 0
       for (const [i, bound] of bounds.entries()) {
         cumulative += counts[i] as number
@@ -134,6 +156,7 @@ export class RequestDurations {
   }
 
   reset(): void {
-    this.#series.clear()
+    this.#byRoute.clear()
+    this.#series.length = 0
   }
 }
