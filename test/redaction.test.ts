@@ -94,7 +94,7 @@ describe("the query: by allow-list, the contract's listPets parameters (D5, D16)
     assert.equal(spanOf('/v1/pets?s6-bare-token')['url.query'], '[redacted]')
     assert.equal(spanOf('/v1/pets?limit=5&s6-bare-token')['url.query'], 'limit=5&[redacted]')
     assert.equal(spanOf('/v1/pets?limit')['url.query'], 'limit')
-    assert.equal(spanOf('/v1/pets?=s7')['url.query'], '=[redacted]')
+    assert.equal(spanOf('/v1/pets?=s7')['url.query'], '[redacted]')
   })
 
   test('a name that holds a key is redacted whole, name and value', () => {
@@ -143,5 +143,30 @@ describe('the path: as sent, but a segment holding a key (RFC 3986 §2.1 decoded
 
   test('attributes that are not strings, or absent, are left alone', () => {
     assert.deepEqual(redactUrlAttributes({ 'url.path': 7, 'http.route': `/v1/pets/${KEY}` }), {})
+  })
+})
+
+describe('a credential written into the path, or as a bare token, is redacted too (D16)', () => {
+  test('parameters in a path segment (`;`, a fragment, an encoded `?`) take the segment with them', () => {
+    const cases: [string, string][] = [
+      ['/v1/pets;access_token=SECRET2', '/v1/[redacted]'],
+      ['/healthz#token=SECRET11', '/[redacted]'],
+      ['/v1/pets#access_token=SECRET3?limit=5', '/v1/[redacted]?limit=5'],
+      ['/v1/pets%3Fapi_key=SECRET10', '/v1/[redacted]'],
+      ['/v1/pets/7&key=SECRET12', '/v1/pets/[redacted]'],
+    ]
+    for (const [target, logged] of cases) assert.equal(redactUrl(target), logged, target)
+  })
+
+  test("the API's own paths go as they came", () => {
+    for (const target of ['/v1/pets', '/v1/pets/42', '/docs/static/index.html', '/healthz']) {
+      assert.equal(redactUrl(target), target)
+    }
+  })
+
+  test('a bare token that ends in `=` is redacted whole; a parameter name is kept', () => {
+    assert.equal(redactUrl('/v1/pets?dGhpc2lzYXNlY3JldA=='), '/v1/pets?[redacted]')
+    assert.equal(redactUrl('/v1/pets?dGhpc2lzYXNlY3JldA='), '/v1/pets?[redacted]')
+    assert.equal(redactUrl('/v1/pets?x-api-key=abc'), '/v1/pets?x-api-key=[redacted]')
   })
 })

@@ -62,31 +62,56 @@ function holdsKey(text: string): boolean {
 }
 
 /**
- * The path as sent, but for any segment holding a key of ours, replaced whole: the log shows
- * what the client asked, not how the key was disguised. Most paths have neither a `%` nor the
- * prefix and are returned untouched.
+ * What may carry a credential in a path segment: a key of ours, or a parameter written into it
+ * (`;access_token=…`, a fragment `#token=…`, an encoded `%3Fapi_key=…`). No route of the API has
+ * any of these characters, so most paths are returned untouched after one test.
+ */
+const SUSPECT_PATH = /[%=;#&]|petstore_/
+const PARAMETER_CHARACTERS = /[=?;#&]/
+
+function suspectSegment(segment: string): boolean {
+  return holdsKey(segment) || PARAMETER_CHARACTERS.test(decodeAscii(segment))
+}
+
+/**
+ * The path as sent, but for any segment holding a key of ours or a parameter, replaced whole:
+ * the log shows what the client asked, not how a credential was disguised.
  */
 function redactPath(path: string): string {
-  if (!path.includes('%') && !path.includes('petstore_')) return path
+  if (!SUSPECT_PATH.test(path)) return path
   return path
     .split('/')
-    .map((segment) => (holdsKey(segment) ? REDACTED : segment))
+    .map((segment) => (suspectSegment(segment) ? REDACTED : segment))
     .join('/')
 }
+
+/**
+ * A name of a parameter that is kept in the log beside its redacted value (`api-key=[redacted]`
+ * says where a client put a credential). Anything else, a padded base64 token (`?dG9rZW4=`) say,
+ * may be the credential itself and is redacted whole.
+ */
+const PARAMETER_NAME = /^[A-Za-z][\w.-]{0,63}$/
+/** An empty value, or base64's padding: the `=` ends a token rather than starts a value. */
+const PADDING = /^=+$/
 
 /**
  * One `name=value` pair of the query. The name is kept, so the log says where a client put a
  * credential, unless it holds a key itself. A known parameter keeps a value that could be valid
  * and holds no key (a shown value has no `%`, so it is looked at as sent); every other value is
  * redacted. A bare name (no `=`) outside the allow-list is redacted whole: it may be a token sent
- * on its own (`?s3cr3t`). Names are compared as sent: `%6Cimit` is not `limit` here.
+ * on its own (`?s3cr3t`); so is a name that does not look like one (PARAMETER_NAME). Names are
+ * compared as sent: `%6Cimit` is not `limit` here.
  */
 function redactPair(pair: string): string {
   if (pair === '') return pair
   const equals = pair.indexOf('=')
   const name = equals === -1 ? pair : pair.slice(0, equals)
   if (holdsKey(name)) return REDACTED
-  if (!KNOWN_PARAMETERS.has(name)) return equals === -1 ? REDACTED : `${name}=${REDACTED}`
+  if (!KNOWN_PARAMETERS.has(name)) {
+    // `name=` with nothing after but padding is a token of its own too (`?dG9rZW4=`).
+    const named = equals !== -1 && PARAMETER_NAME.test(name) && !PADDING.test(pair.slice(equals))
+    return named ? `${name}=${REDACTED}` : REDACTED
+  }
   if (equals === -1) return pair
   const value = pair.slice(equals + 1)
   return SHOWN_VALUE.test(value) && !OUR_KEY.test(value) ? pair : `${name}=${REDACTED}`

@@ -54,7 +54,7 @@ function unbracketed(address: string): string {
  * Fastify uses for a list: an IPv4 entry matches the IPv4-mapped form a dual-stack socket gives
  * (`::ffff:10.0.0.5`), and an entry with a zone (`fe80::1%eth0`) only a hop with that zone.
  */
-export function trustedHops(entries: readonly string[]): (address: string) => boolean {
+export function trustedHops(entries: readonly string[]): (address: string | undefined) => boolean {
   const anyZone = new BlockList()
   const byZone = new Map<string, BlockList>()
   for (const entry of entries) {
@@ -69,7 +69,9 @@ export function trustedHops(entries: readonly string[]): (address: string) => bo
     if (prefix === undefined) list.addAddress(ip, family)
     else list.addSubnet(ip, Number(prefix), family)
   }
-  return function isTrustedHop(hop: string): boolean {
+  return function isTrustedHop(hop: string | undefined): boolean {
+    // Fastify asks with the socket's remoteAddress, undefined once the peer has gone.
+    if (typeof hop !== 'string') return false
     const address = withoutPort(hop)
     if (isIPv4(address)) return anyZone.check(address, 'ipv4')
     if (!isIPv6(address)) return false

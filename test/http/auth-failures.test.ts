@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test'
 import { generateApiKey } from '../../src/contract/api-key.ts'
 import { issueApiKey } from '../../src/keys/issue.ts'
 import { AUTH_FAILURES_NAMESPACE, addressKey } from '../../src/rate-limit/auth-failures.ts'
-import { clientAddress } from '../../src/rate-limit/client-address.ts'
+import { clientAddress, trustedHops } from '../../src/rate-limit/client-address.ts'
 import type { WindowCounter } from '../../src/rate-limit/counter.ts'
 import { RedisWindowCounter } from '../../src/rate-limit/redis.ts'
 import { failingStore } from '../helpers/failing-store.ts'
@@ -385,6 +385,12 @@ describe('failed authentications: what counts as one address', () => {
       assert.equal(clientAddress({ ip: written }), address, written)
     }
     assert.equal(clientAddress({ ip: undefined }), undefined)
+  })
+
+  it('a trusted hop is never a peer already gone: Fastify asks with its undefined address', () => {
+    const trusted = trustedHops(['127.0.0.1', '10.0.0.0/8'])
+    assert.equal(trusted('10.0.0.5:4711'), true)
+    assert.equal(trusted(undefined), false)
   })
 
   it('what is not an address is counted as written, never as another client', () => {
