@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import { openDatabase } from '../../src/store/postgres/connection.ts'
 import { postgresMigrations } from '../../src/store/postgres/migrations.ts'
 import { openPostgresStore } from '../../src/store/postgres/store.ts'
 import {
@@ -114,6 +115,27 @@ describe('postgres', { skip }, () => {
       await new Promise((resolve) => setTimeout(resolve, 200))
       await store.ping()
       assert.ok(await store.pets.create({ name: 'after', categoryId: 1 }))
+    })
+
+    test("a reply that does not come in time: the store's own timeout answers unavailable, the connection dropped", async () => {
+      // The client-side limit is the store's (connection.ts, send()), not pg's query_timeout
+      // (D25): a reply later than it is 'Query read timeout', sorted as unreachable, and the
+      // connection, still busy with the statement, is not given back to the pool.
+      const session = { pooler: db.pooler, statementTimeoutMs: 5_000, queryTimeoutMs: 200 }
+      const database = openDatabase(db.url, session, 1)
+      try {
+        assert.equal((await database.query({ name: 'one', text: 'SELECT 1' }, [])).rowCount, 1)
+        await assert.rejects(
+          database.query({ name: 'sleep', text: 'SELECT pg_sleep(1)' }, []),
+          (err: unknown) =>
+            err instanceof StoreUnavailableError &&
+            (err.cause as Error | undefined)?.message === 'Query read timeout',
+        )
+        assert.deepEqual(database.poolStats(), { inUse: 0, idle: 0, waiting: 0 })
+        assert.equal((await database.query({ name: 'one', text: 'SELECT 1' }, [])).rowCount, 1)
+      } finally {
+        await database.close()
+      }
     })
 
     test('the schema refuses what the contract refuses', async () => {

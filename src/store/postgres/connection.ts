@@ -1,6 +1,13 @@
 // The connection to PostgreSQL: its settings (timeouts; D19's pooler), bigints as numbers, and
 // the pool, through which every query goes and has its errors sorted (errors.ts).
-import { type ClientConfig, type CustomTypesConfig, Pool, type PoolClient, types } from 'pg'
+import {
+  type ClientConfig,
+  type CustomTypesConfig,
+  Pool,
+  type PoolClient,
+  type QueryResult,
+  types,
+} from 'pg'
 import type { DatabasePooler } from '../../config.ts'
 import { StoreOutages } from '../outages.ts'
 import { type PoolStats, type StoreObserver, StoreUnavailableError, unobserved } from '../store.ts'
@@ -34,7 +41,7 @@ export const int8AsNumber: CustomTypesConfig = {
 export interface Session {
   pooler: DatabasePooler
   statementTimeoutMs: number
-  /** The client's own limit on waiting for a reply (pg's query_timeout). */
+  /** The client's own limit on waiting for a reply (send(), below). */
   queryTimeoutMs: number
 }
 
@@ -46,9 +53,9 @@ export function connectionConfig(url: string, session: Session): ClientConfig {
     // D19: on a direct connection the timeout is set once, for the session, at no cost per
     // statement. A transaction-mode pooler refuses startup parameters (and would not keep a
     // session's settings): there every request's statement, a single one, has the role's
-    // setting (docs/operations.md, PgBouncer) and query_timeout.
+    // setting (docs/operations.md, PgBouncer) and the client's own timeout. That one is the
+    // store's (send(), below), not pg's query_timeout, which is left unset (D25).
     ...(session.pooler === 'none' ? { statement_timeout: session.statementTimeoutMs } : {}),
-    query_timeout: session.queryTimeoutMs,
     // TCP keepalive finds connections a silent network has cut while they sit idle in the pool.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
@@ -74,14 +81,53 @@ export type TransactionQuery = <Row>(
   values: unknown[],
 ) => Promise<{ rows: Row[]; rowCount: number }>
 
+/** pg's callback of a query: an error, or none (null) and the result. */
+type Answer = (err: Error | null | undefined, result?: QueryResult) => void
+
 /**
- * The pool, with every query's errors sorted in one place, and a record of the queries still
- * running so that close() can let them finish (pg's pool.end() would strand queued ones).
+ * Sends one statement on `client` and answers `done` once: with pg's result or error, or with
+ * pg's own 'Query read timeout' (errors.ts: the database unreachable) when no reply has come
+ * within `timeoutMs`. The timeout is ours, not pg's query_timeout, and pg gets the callback as
+ * it makes the query, not through its promises: both of those set the query's callback after
+ * the query is made, and under load that made V8 move nearly every query's objects (the query,
+ * its reply's messages and rows) to the old generation, up to 30 MB a second (D25).
+ */
+function send(
+  client: PoolClient,
+  config: { name?: string; text: string; values: unknown[] },
+  timeoutMs: number,
+  done: Answer,
+): void {
+  let answered = false
+  let timer: NodeJS.Timeout | undefined
+  const answer: Answer = (err, result) => {
+    if (answered) return
+    answered = true
+    clearTimeout(timer)
+    done(err, result)
+  }
+  // pg answers later, never from within query(); what it throws (a malformed config) the
+  // caller gets, with no timer left behind.
+  client.query(config, answer)
+  timer = setTimeout(timedOut, timeoutMs, answer)
+}
+
+function timedOut(answer: Answer): void {
+  answer(new Error('Query read timeout'))
+}
+
+/**
+ * The pool, with every query's errors sorted in one place, and a count of the queries still
+ * running so that close() can let them finish (pg's pool.end() would strand queued ones). A
+ * count, not a long-lived Set of their promises, which under load made V8 move the queries'
+ * objects to the old generation as well (D25).
  */
 export class Database {
   readonly #pool: Pool
   readonly session: Session
-  readonly #running = new Set<Promise<unknown>>()
+  #running = 0
+  /** close()'s wait for the last running query, once it is closing. */
+  #drained: (() => void) | undefined
   #closing = false
   /** D16: every query that finds the database away, and every answer once it is back. */
   readonly outages = new StoreOutages()
@@ -104,13 +150,10 @@ export class Database {
     timeoutMs = this.session.queryTimeoutMs,
   ): Promise<{ rows: Row[]; rowCount: number }> {
     if (this.#closing) throw new StoreUnavailableError('the store is closed')
-    // pg reads query_timeout from each query's config (client.js); @types/pg's QueryConfig
-    // does not declare it, and a variable (not a literal) may carry the extra field.
-    const config = { ...this.#prepared(statement), values, query_timeout: timeoutMs }
-    const running = this.#pool.query(config)
-    this.#running.add(running)
+    const config = { ...this.#prepared(statement), values }
+    this.#running++
     try {
-      const result = await running
+      const result = await this.#pooled(config, timeoutMs)
       this.outages.succeeded()
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 }
     } catch (err) {
@@ -118,8 +161,48 @@ export class Database {
       if (sorted instanceof StoreUnavailableError) this.outages.failed(sorted)
       throw sorted
     } finally {
-      this.#running.delete(running)
+      this.#finished()
     }
+  }
+
+  /**
+   * What pg-pool's pool.query() does, with the store's timeout (send()): a connection from the
+   * pool, the statement on it, the connection given back, or discarded if anything failed (a
+   * connection whose reply timed out may still be busy); a connection lost meanwhile (its
+   * 'error' event) answers the statement.
+   */
+  #pooled(
+    config: { name?: string; text: string; values: unknown[] },
+    timeoutMs: number,
+  ): Promise<QueryResult> {
+    return new Promise((resolve, reject) => {
+      this.#pool.connect((err, client, release) => {
+        if (err || client === undefined) {
+          reject(err)
+          return
+        }
+        let answered = false
+        const answer: Answer = (err, result) => {
+          if (answered) return // the connection lost ('error'), then pg's answer to the query
+          answered = true
+          client.removeListener('error', answer)
+          release(err ?? undefined)
+          if (err) reject(err)
+          else resolve(result as QueryResult)
+        }
+        client.once('error', answer)
+        try {
+          send(client, config, timeoutMs, answer)
+        } catch (err) {
+          answer(err as Error)
+        }
+      })
+    })
+  }
+
+  #finished(): void {
+    this.#running--
+    if (this.#running === 0) this.#drained?.()
   }
 
   /**
@@ -130,26 +213,24 @@ export class Database {
     if (this.#closing) throw new StoreUnavailableError('the store is closed')
     const timeoutMs = this.session.queryTimeoutMs
     let client: PoolClient | undefined
-    const running = (async () => {
+    this.#running++
+    try {
       client = await this.#pool.connect()
       const connection = client
-      const run = async <Row>(statement: { name?: string; text: string }, values: unknown[]) => {
-        const config = { ...statement, values, query_timeout: timeoutMs }
-        const { rows, rowCount } = await connection.query(config)
-        return { rows: rows as Row[], rowCount: rowCount ?? 0 }
-      }
+      const run = <Row>(statement: { name?: string; text: string }, values: unknown[]) =>
+        new Promise<{ rows: Row[]; rowCount: number }>((resolve, reject) => {
+          send(connection, { ...statement, values }, timeoutMs, (err, result) => {
+            if (err || result === undefined) reject(err)
+            else resolve({ rows: result.rows as Row[], rowCount: result.rowCount ?? 0 })
+          })
+        })
       // Named, whatever a role or database sets by default: work relies on each statement
       // seeing what others committed before it began (a serialising lock, then a read).
       await run({ text: 'BEGIN ISOLATION LEVEL READ COMMITTED' }, [])
       const result = await work((statement, values) => run(this.#prepared(statement), values))
       await run({ text: 'COMMIT' }, [])
-      return result
-    })()
-    this.#running.add(running)
-    try {
-      const result = await running
       this.outages.succeeded()
-      client?.release()
+      client.release()
       return result
     } catch (err) {
       // A connection whose transaction failed is not given back to others as it is.
@@ -158,7 +239,7 @@ export class Database {
       if (sorted instanceof StoreUnavailableError) this.outages.failed(sorted)
       throw sorted
     } finally {
-      this.#running.delete(running)
+      this.#finished()
     }
   }
 
@@ -175,7 +256,11 @@ export class Database {
   async close(): Promise<void> {
     if (this.#closing) return
     this.#closing = true
-    await Promise.allSettled([...this.#running])
+    if (this.#running > 0) {
+      await new Promise<void>((resolve) => {
+        this.#drained = resolve
+      })
+    }
     await this.#pool.end()
   }
 }
