@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test'
 import { setTimeout as delay } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { capConnections } from '../src/observability/connection-cap.ts'
+import { listenApart } from '../src/observability/side-listener.ts'
 import { listenForProbes, type ProbeServer } from '../src/process/probe-server.ts'
 
 const quiet = { info() {}, error() {}, warn() {} }
@@ -125,21 +126,6 @@ describe('the probe port under a keep-alive flood', { skip: !onLinux }, () => {
     }
   })
 
-  test('a connection that sends nothing is closed after about a second', async () => {
-    const socket = connect(Number(new URL(probes.origin).port), '127.0.0.1')
-    socket.on('error', () => {})
-    let closed = false
-    socket.on('close', () => {
-      closed = true
-    })
-    await once(socket, 'connect')
-    // Looked at every 50 ms, so that a close already come is seen even after this process was
-    // kept off the CPU for a while (a busy CI machine), rather than raced by one long timer.
-    for (let waited = 0; !closed && waited < 10_000; waited += 50) await delay(50)
-    socket.destroy()
-    assert.ok(closed, 'closed by the listener within 10 s')
-  })
-
   test('600 keep-alive connections, each sending a GET every 3 s: a fresh probe every 500 ms gets 200 within 1 s, every time', async () => {
     const { port } = new URL(probes.origin)
     // Twenty peers of thirty connections each: each within the per-address cap, together past
@@ -168,5 +154,33 @@ describe('the probe port under a keep-alive flood', { skip: !onLinux }, () => {
     )
     // The flood was one: its connections were answered, and held as long as they were let.
     assert.ok(figures.answers > 2_000, JSON.stringify(figures))
+  })
+})
+
+describe("a side listener with the probe port's time-outs", () => {
+  // The listener apart from the API's (side-listener.ts) as the probe thread opens it, here on
+  // this thread: a connection that sends nothing is closed once its second is up.
+  test('closes a connection that sends nothing after about a second', async () => {
+    const server = await listenApart(
+      'PROBE',
+      { port: 0, host: '127.0.0.1' },
+      (_req, res) => res.end(),
+      quiet,
+      { timeouts: { headersMs: 1_000, requestMs: 1_000, idleMs: 1_000 } },
+    )
+    try {
+      const socket = connect(Number(new URL(server.origin).port), '127.0.0.1')
+      socket.on('error', () => {})
+      let closed = false
+      socket.on('close', () => {
+        closed = true
+      })
+      await once(socket, 'connect')
+      for (let waited = 0; !closed && waited < 10_000; waited += 50) await delay(50)
+      socket.destroy()
+      assert.ok(closed, 'closed by the listener within 10 s')
+    } finally {
+      await server.close()
+    }
   })
 })
