@@ -10,11 +10,11 @@ import { generateApiKey } from '../src/contract/api-key.ts'
 import { ListPetsQuery } from '../src/contract/schemas.ts'
 import { redactUrl } from '../src/observability/logging.ts'
 import { redactUrlAttributes } from '../src/observability/tracing/pipeline.ts'
+import { CREDENTIAL_URLS, KEY_BODY, SECRETS } from './helpers/url-credentials.ts'
 
 const KEY = generateApiKey('production')
 /** The key's body, as a client that percent-encodes the underscores leaves it. */
 const BODY = KEY.slice('petstore_live_'.length)
-const SECRETS = ['s1-api-key-secret', 's2-access-token-secret', 's3-x-api-key-secret', 's4-foo']
 
 /** The attributes as a span ends with them: redactUrlAttributes' changes applied. */
 function ended(attributes: Attributes): Attributes {
@@ -33,19 +33,11 @@ function spanOf(target: string): Attributes {
 }
 
 describe('span URL attributes: the credentials of issue 46 never reach them (D16, D23)', () => {
-  const cases: [target: string, path: string, query: string | undefined][] = [
-    [`/v1/pets?api-key=${SECRETS[0]}`, '/v1/pets', 'api-key=[redacted]'],
-    [`/v1/pets?access-token=${SECRETS[1]}`, '/v1/pets', 'access-token=[redacted]'],
-    [`/v1/pets?x-api-key=${SECRETS[2]}`, '/v1/pets', 'x-api-key=[redacted]'],
-    [`/v1/pets?limit=5&foo=${SECRETS[3]}`, '/v1/pets', 'limit=5&foo=[redacted]'],
-    [`/v1/pets/petstore%5Flive%5F${BODY}`, '/v1/pets/[redacted]', undefined],
-    [`/v1/pets?cursor=petstore%5Flive%5F${BODY}`, '/v1/pets', 'cursor=[redacted]'],
-  ]
-  for (const [target, path, query] of cases) {
-    test(`${target.replace(BODY, '<body>')}: url.path ${path}, url.query ${query}`, () => {
+  for (const [target, path, query] of CREDENTIAL_URLS) {
+    test(`${target.replace(KEY_BODY, '<body>')}: url.path ${path}, url.query ${query}`, () => {
       const span = spanOf(target)
       const text = JSON.stringify(span)
-      for (const secret of [...SECRETS, BODY]) assert.ok(!text.includes(secret), text)
+      for (const secret of [...SECRETS, KEY_BODY]) assert.ok(!text.includes(secret), text)
       assert.equal(span['url.path'], path)
       assert.equal(span['url.query'], query)
       assert.equal(span['url.full'], `http://127.0.0.1:8080${path}${query ? `?${query}` : ''}`)

@@ -12,8 +12,7 @@
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { IDEMPOTENCY_TTL_DEFAULT_SECONDS } from '../../src/contract/limits.ts'
 import type { NewPet, Pet, PetStatus } from '../../src/contract/schemas.ts'
-import { requestFingerprint } from '../../src/http/routes/idempotency.ts'
-import { petJsonAroundId } from '../../src/http/routes/pets-json.ts'
+import { createClaim } from '../../src/http/routes/idempotency.ts'
 import { claimRecordValues, PET_WRITES, toPet } from '../../src/store/sqlite/pets.ts'
 import type { IdempotencyClaim } from '../../src/store/store.ts'
 
@@ -47,19 +46,7 @@ const TTL_MS = IDEMPOTENCY_TTL_DEFAULT_SECONDS * 1000
 
 /** The claim the service's route makes for a create with `key` (routes/pets.ts). */
 function claimOf(pet: NewPet, key: string): IdempotencyClaim {
-  const now = Date.now()
-  return {
-    apiKeyId: API_KEY_ID,
-    key,
-    fingerprint: requestFingerprint(pet),
-    now: new Date(now),
-    expiredAt: new Date(now - TTL_MS),
-    outcome: {
-      status: 201,
-      body: petJsonAroundId(pet),
-      location: { before: '/v1/pets/', after: '' },
-    },
-  }
+  return createClaim(pet, { apiKeyId: API_KEY_ID, key, nowMs: Date.now(), ttlMs: TTL_MS })
 }
 
 type Done = (err: unknown, pet?: Pet) => void

@@ -25,8 +25,7 @@
 import { Client, Pool } from 'pg'
 import postgres from 'postgres'
 import type { NewPet } from '../../src/contract/schemas.ts'
-import { requestFingerprint } from '../../src/http/routes/idempotency.ts'
-import { petJsonAroundId } from '../../src/http/routes/pets-json.ts'
+import { createClaim } from '../../src/http/routes/idempotency.ts'
 import { int8AsNumber, type Statement } from '../../src/store/postgres/connection.ts'
 import {
   keyedCreateValues,
@@ -126,17 +125,6 @@ serveSameBytes({
 
 /** What the service binds to its keyed statement: the claim its route makes (routes/pets.ts). */
 function keyedValues(pet: NewPet, key: string): unknown[] {
-  const now = Date.now()
-  return keyedCreateValues(pet, {
-    apiKeyId: API_KEY_ID,
-    key,
-    fingerprint: requestFingerprint(pet),
-    now: new Date(now),
-    expiredAt: new Date(now - IDEMPOTENCY_TTL_MS),
-    outcome: {
-      status: 201,
-      body: petJsonAroundId(pet),
-      location: { before: '/v1/pets/', after: '' },
-    },
-  })
+  const claim = { apiKeyId: API_KEY_ID, key, nowMs: Date.now(), ttlMs: IDEMPOTENCY_TTL_MS }
+  return keyedCreateValues(pet, createClaim(pet, claim))
 }

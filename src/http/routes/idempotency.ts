@@ -4,6 +4,8 @@ import { hash } from 'node:crypto'
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../contract/limits.ts'
 import type { NewPet } from '../../contract/schemas.ts'
 import { ApiError } from '../../errors.ts'
+import type { IdempotencyClaim } from '../../store/store.ts'
+import { petJsonAroundId } from './pets-json.ts'
 
 /** Visible ASCII characters (0x21–0x7E); the length is checked apart, against the limit. */
 const VISIBLE_ASCII = /^[\x21-\x7E]+$/
@@ -61,4 +63,28 @@ export function requestFingerprint(pet: NewPet): string {
     status === undefined ? { categoryId, name } : { categoryId, name, status },
   )
   return hash('sha256', canonical, 'hex')
+}
+
+/**
+ * What a keyed create asks the store for (D14): the record of `key` for `apiKeyId`, with the
+ * request's fingerprint and the 201 to replay, unless a live record holds the key. `nowMs` is
+ * the request's time, `ttlMs` how long a record lives. Also what the benchmark's references ask
+ * of the same statements.
+ */
+export function createClaim(
+  pet: NewPet,
+  { apiKeyId, key, nowMs, ttlMs }: { apiKeyId: string; key: string; nowMs: number; ttlMs: number },
+): IdempotencyClaim {
+  return {
+    apiKeyId,
+    key,
+    fingerprint: requestFingerprint(pet),
+    now: new Date(nowMs),
+    expiredAt: new Date(nowMs - ttlMs),
+    outcome: {
+      status: 201,
+      body: petJsonAroundId(pet),
+      location: { before: '/v1/pets/', after: '' },
+    },
+  }
 }

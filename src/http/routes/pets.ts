@@ -14,8 +14,8 @@ import { ApiError } from '../../errors.ts'
 import type { Store } from '../../store/store.ts'
 import type { Deprecation } from '../plugins/deprecation.ts'
 import { decodeCursor, nextPageLink } from './cursor.ts'
-import { readIdempotencyKey, requestFingerprint } from './idempotency.ts'
-import { petJson, petJsonAroundId, petsJson } from './pets-json.ts'
+import { createClaim, readIdempotencyKey } from './idempotency.ts'
+import { petJson, petsJson } from './pets-json.ts'
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
@@ -127,26 +127,19 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (
         return reply.code(201).header('location', `/v1/pets/${pet.id}`).send(pet)
       }
       // D14: the pet and the answer to replay commit together; a repeat finds that answer.
-      const fingerprint = requestFingerprint(request.body)
-      const now = clock.now()
-      // A key held by a request in flight rejects (IdempotencyKeyInUseError), answered 409 where
-      // every store error is answered (plugins/errors.ts).
-      const { created, found } = await store.pets.createIdempotent(request.body, {
+      const claim = createClaim(request.body, {
         apiKeyId: request.apiKeyId,
         key,
-        fingerprint,
-        now: new Date(now),
-        expiredAt: new Date(now - idempotencyTtlMs),
-        outcome: {
-          status: 201,
-          body: petJsonAroundId(request.body),
-          location: { before: '/v1/pets/', after: '' },
-        },
+        nowMs: clock.now(),
+        ttlMs: idempotencyTtlMs,
       })
+      // A key held by a request in flight rejects (IdempotencyKeyInUseError), answered 409 where
+      // every store error is answered (plugins/errors.ts).
+      const { created, found } = await store.pets.createIdempotent(request.body, claim)
       if (created !== undefined) {
         return reply.code(201).header('location', `/v1/pets/${created.id}`).send(created)
       }
-      if (found.fingerprint !== fingerprint) {
+      if (found.fingerprint !== claim.fingerprint) {
         throw new ApiError(
           'idempotency_key_reused',
           'this Idempotency-Key was already used by this API key with another request body; use a new key for a new request',
