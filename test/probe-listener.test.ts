@@ -221,32 +221,40 @@ describe('serve with PROBE_PORT', () => {
           args,
         )
         try {
-          // Each worker's thread says ready once that worker's API port listens and its next
-          // readiness check has run: waited for, as an orchestrator's probe would retry.
-          for (let waited = 0; waited < 5_000; waited += 50) {
-            const ready = await Promise.all(
-              [0, 1, 2, 3].map(() => fetch(`http://127.0.0.1:${probePort}/readyz`)),
-            )
-            if (ready.every((response) => response.status === 200)) break
+          const announced = () =>
+            service
+              .stdout()
+              .split('\n')
+              .filter((line) => line.includes('probes (/healthz, /readyz) listening at')).length
+          // Under --workers each worker binds the port itself (SO_REUSEPORT) and says so, then
+          // checks its readiness: waited for first, so that no worker is still starting below.
+          const expected = args.length === 0 || process.platform !== 'linux' ? 1 : 2
+          for (let waited = 0; announced() < expected && waited < 20_000; waited += 50) {
             await delay(50)
           }
+          assert.equal(announced(), expected, service.stdout())
+          // Each thread says ready once its readiness check has run. The kernel spreads new
+          // connections over the workers by a hash, so a few probes in a row can all reach one:
+          // 16 in a row answered 200 leave a 2^-15 chance of one worker not yet asked.
+          let ready = false
+          for (let waited = 0; !ready && waited < 10_000; waited += 50) {
+            const answers = await Promise.all(
+              Array.from({ length: 16 }, async () => {
+                const response = await fetch(`http://127.0.0.1:${probePort}/readyz`)
+                await response.arrayBuffer()
+                return response.status
+              }),
+            )
+            ready = answers.every((status) => status === 200)
+            if (!ready) await delay(50)
+          }
+          assert.ok(ready, `${args}: every probe thread ready`)
           for (const path of ['/healthz', '/readyz']) {
             const onApi = await fetch(service.url + path)
             const onProbes = await fetch(`http://127.0.0.1:${probePort}${path}`)
             assert.equal(onProbes.status, onApi.status, `${args} ${path}`)
             assert.deepEqual(await onProbes.json(), await onApi.json(), `${args} ${path}`)
           }
-          const announced = () =>
-            service
-              .stdout()
-              .split('\n')
-              .filter((line) => line.includes('probes (/healthz, /readyz) listening at')).length
-          // Under --workers each worker binds the port itself (SO_REUSEPORT) and says so.
-          const expected = args.length === 0 || process.platform !== 'linux' ? 1 : 2
-          for (let waited = 0; announced() < expected && waited < 10_000; waited += 50) {
-            await delay(50)
-          }
-          assert.equal(announced(), expected, service.stdout())
         } finally {
           assert.equal(await service.stop('SIGTERM'), 0)
         }

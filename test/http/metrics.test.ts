@@ -4,7 +4,14 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { type Family, parseExposition, sampleValue } from '../helpers/prometheus.ts'
-import { createPet, errorOf, startServer, TEST_ENGINE, type TestServer } from '../helpers/server.ts'
+import {
+  createPet,
+  errorOf,
+  ManualClock,
+  startServer,
+  TEST_ENGINE,
+  type TestServer,
+} from '../helpers/server.ts'
 
 const DURATION = 'http_server_request_duration_seconds'
 
@@ -184,8 +191,11 @@ describe('GET /metrics on the metrics listener (D17)', () => {
 
 describe('petstore_rate_limited_total (D17)', () => {
   let server: TestServer
+  // D12's windows follow the app's clock: a clock that stands still keeps the five requests in
+  // one window (on the system clock they could straddle a minute's end, and the 4th pass).
+  const clock = new ManualClock(Date.UTC(2027, 0, 1, 0, 0, 30))
   before(async () => {
-    server = await startServer({ metrics: true, rateLimit: 3 })
+    server = await startServer({ metrics: true, rateLimit: 3, clock })
   })
   after(() => server.close())
 
