@@ -4,6 +4,7 @@
 // a fault's window can be cut out of the run; and what the database holds at the end is checked
 // against what the SDK acknowledged.
 import { deepEqual } from 'node:assert/strict'
+import { setTimeout as delay } from 'node:timers/promises'
 import { type Pet, Petstore } from '../../client/src/index.ts'
 import { onDatabase } from './postgres.ts'
 
@@ -42,6 +43,11 @@ export function startUsers(options: {
   apiKey: string
   users: number
   prefix: string
+  /**
+   * A user's pause after each round of calls. Without one, the users take every core they can
+   * and a test's length is set by how busy the machine is rather than by what it checks.
+   */
+  thinkMs?: number
 }): Users {
   const run: UsersRun = { calls: [], retries: [], acknowledged: [], unacknowledged: [] }
   const petstore = new Petstore({
@@ -96,6 +102,7 @@ export function startUsers(options: {
       } catch {
         // Recorded in its call; the user goes on with the next pet.
       }
+      if (options.thinkMs !== undefined) await delay(options.thinkMs)
     }
   }
   const all = Promise.all(Array.from({ length: options.users }, (_, u) => user(u)))

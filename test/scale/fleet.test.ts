@@ -17,6 +17,8 @@ import { sharedKey } from './support.ts'
 
 const INSTANCES = 3
 const USERS = 16
+/** Each user's pause between rounds: 16 users still keep calls in flight at every moment. */
+const THINK_MS = 20
 /** Several health checks (every 250 ms; one success puts an instance back): HAProxy has seen a
  * restarted instance ready. */
 const SETTLE_MS = 700
@@ -63,7 +65,13 @@ describe('a fleet of three behind HAProxy, under SDK load', { skip }, () => {
   })
 
   test('a rolling restart and a SIGKILL: no call fails, one pet per acknowledged create', async () => {
-    const users = startUsers({ baseUrl: balancer.url, apiKey: key, users: USERS, prefix: 'fleet ' })
+    const users = startUsers({
+      baseUrl: balancer.url,
+      apiKey: key,
+      users: USERS,
+      prefix: 'fleet ',
+      thinkMs: THINK_MS,
+    })
     try {
       await delay(SETTLE_MS)
       for (let i = 0; i < INSTANCES; i++) {
