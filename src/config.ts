@@ -22,6 +22,12 @@ export type DatabaseLocation =
  * as PgBouncer, where neither survives; unnamed statements, and the role's statement timeout.
  */
 export const DATABASE_POOLERS = ['none', 'transaction'] as const
+/**
+ * D27: `auto`, every command applies pending migrations first; `off`, only `petstore migrate`
+ * does, and the others refuse a database that lacks one (migrations as a step of their own).
+ */
+export const MIGRATE_MODES = ['auto', 'off'] as const
+export type MigrateMode = (typeof MIGRATE_MODES)[number]
 export type DatabasePooler = (typeof DATABASE_POOLERS)[number]
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -31,6 +37,8 @@ export interface Config {
   port: number
   host: string
   database: DatabaseLocation
+  /** D27: whether this process applies pending migrations (PETSTORE_MIGRATE). */
+  migrate: MigrateMode
   env: DeploymentEnv
   /** Keys given by the environment (opaque strings of 32+ characters, or CLI-format keys). */
   apiKeys: readonly string[]
@@ -139,6 +147,7 @@ export const configDefaults = {
   DATABASE_URL: 'sqlite:./data/petstore.db',
   DATABASE_POOL_SIZE: '10',
   DATABASE_POOLER: 'none',
+  PETSTORE_MIGRATE: 'auto',
   PETSTORE_ENV: 'production',
   PETSTORE_RATE_LIMIT: '600',
   PETSTORE_AUTH_FAILURE_LIMIT: '30',
@@ -600,6 +609,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   return Object.freeze({
     ...api,
     database: parseDatabase(env),
+    migrate: oneOf('PETSTORE_MIGRATE', read(env, 'PETSTORE_MIGRATE'), MIGRATE_MODES),
     env: deployment,
     apiKeys: Object.freeze(parseApiKeys(env, deployment)),
     rateLimit: integer('PETSTORE_RATE_LIMIT', read(env, 'PETSTORE_RATE_LIMIT'), 0, 1_000_000),

@@ -58,6 +58,7 @@ export const ISOLATED = [
   'test/store/pgbouncer.test.ts',
   'test/cli-pets.test.ts',
   'test/probe-listener.test.ts',
+  'test/upgrades.test.ts',
   'test/rate-limit/fail-open.test.ts',
   'test/store/postgres-disk-full.test.ts',
   'test/readme-engines.test.ts',

@@ -144,6 +144,7 @@ describe('the Configuration table (docs/configuration.md)', () => {
       closed.map(({ name }) => name),
       [
         'DATABASE_POOLER',
+        'PETSTORE_MIGRATE',
         'PETSTORE_ENV',
         'LOG_LEVEL',
         'OTEL_EXPORTER_OTLP_PROTOCOL',

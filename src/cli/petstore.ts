@@ -18,6 +18,13 @@ import { isKeyId } from '../contract/api-key.ts'
 import { issueApiKey } from '../keys/issue.ts'
 import type { SideListenError } from '../observability/side-listener.ts'
 import { type BackupSummary, backupSqliteDatabase } from '../operations/backup.ts'
+import { appliedNotice, newerNotice, prepareSchema } from '../process/schema.ts'
+import {
+  blockingMigrations,
+  describe,
+  MigrationsPendingError,
+  SchemaTooNewError,
+} from '../store/migrations.ts'
 import { openStore } from '../store/open.ts'
 import { type Store, StoreOpenError, StoreUnavailableError } from '../store/store.ts'
 import { type CliIo, processIo } from './io.ts'
@@ -29,7 +36,7 @@ const OVERVIEW = `Usage: petstore <command> [options]
 
 Commands:
   serve [--workers N|auto]   start the HTTP service (applies pending migrations first)
-  migrate                    apply pending database migrations, then exit
+  migrate [--status]         apply pending database migrations, then exit; --status: list them
   backup FILE                copy the SQLite database to FILE while the service runs
   keys create --name NAME    create an API key; it is printed once and never again
   keys list [--json]         list keys: id, name, hint, created, state
@@ -47,9 +54,10 @@ const ENVIRONMENT = `Configuration comes from the environment (DATABASE_URL, PET
 const HELP: Record<Command, string> = {
   serve: `Usage: petstore serve [--workers N|auto]
 
-Applies pending database migrations, then serves the API on HOST:PORT. The first start with no
-API key anywhere creates one and prints it once on stderr. SIGTERM or SIGINT stops it: the
-requests in progress finish first.
+Applies pending database migrations (unless PETSTORE_MIGRATE=off: then it refuses a database
+that lacks one), then serves the API on HOST:PORT. The first start with no API key anywhere
+creates one and prints it once on stderr. SIGTERM or SIGINT stops it: the requests in progress
+finish first.
 
 Options:
   --workers N|auto  run N processes on one port; auto: one per core.
@@ -59,11 +67,19 @@ Options:
 Configuration comes from the environment (PORT, HOST, DATABASE_URL, PETSTORE_ENV,
 PETSTORE_API_KEYS, PETSTORE_RATE_LIMIT, REDIS_URL, LOG_LEVEL, …); see docs/configuration.md.`,
 
-  migrate: `Usage: petstore migrate
+  migrate: `Usage: petstore migrate [--status]
 
-Applies pending database migrations to the database DATABASE_URL names, then exits, saying
-which it applied or that the database is up to date. serve applies them on every start too;
-run this to apply them before the new version's instances start.
+Applies pending database migrations to the database DATABASE_URL names, then exits, with one
+line for each migration applied (its version, name and duration) or one saying the database is
+up to date. serve applies them on every start too, unless PETSTORE_MIGRATE=off; run this to
+apply them before the new version's instances start (docs/operations.md, Upgrading and rolling
+back). A database a newer release has changed in a way this release must not serve is refused,
+changing nothing.
+
+Options:
+  --status    change nothing: list the migrations applied and pending, and those of a newer
+              release; exit 1 when some are pending or this release must not serve the database
+  -h, --help  this help
 
 ${ENVIRONMENT}`,
 
@@ -266,29 +282,73 @@ async function bindAndRelease(options: ListenOptions): Promise<void> {
   await new Promise<void>((resolve) => server.close(() => resolve()))
 }
 
-/** Opens the store, applies pending migrations (every command does), runs `work`, closes. */
-async function withStore<T>(
-  config: Config,
-  work: (store: Store, applied: number[]) => Promise<T>,
-): Promise<T> {
+/**
+ * Opens the store, prepares its schema as PETSTORE_MIGRATE says (D27: every command migrates,
+ * or checks that nothing is pending), runs `work`, closes.
+ */
+async function withStore<T>(config: Config, work: (store: Store) => Promise<T>): Promise<T> {
   const store = await openStore(config.database)
   try {
-    return await work(store, await store.migrate())
+    await prepareSchema(store, config.migrate)
+    return await work(store)
+  } finally {
+    await store.close()
+  }
+}
+
+/** Opens the store, runs `work` on it as it is, closes. */
+async function onStore<T>(config: Config, work: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openStore(config.database)
+  try {
+    return await work(store)
   } finally {
     await store.close()
   }
 }
 
 function migrateCommand(args: string[]): Run {
-  parse({ args, options: {} })
-  return async (config, io) => {
-    const applied = await withStore(config, async (_store, applied) => applied)
-    io.stdout.write(
-      applied.length === 0
-        ? 'The database is up to date.\n'
-        : `Applied migrations: ${applied.join(', ')}.\n`,
-    )
-  }
+  const { values } = parse({ args, options: { status: { type: 'boolean' } } })
+  if (values.status) return migrationStatus
+  return (config, io) =>
+    onStore(config, async (store) => {
+      // PETSTORE_MIGRATE=off keeps other commands from migrating; this one is how it is done.
+      const run = await store.migrate()
+      for (const migration of run.applied) {
+        io.stdout.write(`${capitalised(appliedNotice(migration).message)}.\n`)
+      }
+      if (run.applied.length === 0) io.stdout.write('The database is up to date.\n')
+      for (const notice of newerNotice(run.newer))
+        io.stdout.write(`${capitalised(notice.message)}.\n`)
+    })
+}
+
+/** D27: `migrate --status`, for a pipeline's check: applied, pending, newer; exit 1 if not ready. */
+const migrationStatus: Run = (config, io) =>
+  onStore(config, async (store) => {
+    const state = await store.schema()
+    const newer = new Set(state.newer.map((entry) => entry.version))
+    const rows = [
+      ...state.applied.map((entry) => [
+        String(entry.version),
+        entry.name,
+        newer.has(entry.version)
+          ? `applied by a newer release; this release ${entry.olderReleasesMayServe ? 'may' : 'must not'} serve it`
+          : 'applied',
+      ]),
+      ...state.pending.map((migration) => [String(migration.version), migration.name, 'pending']),
+    ]
+    io.stdout.write(formatTable(['VERSION', 'NAME', 'STATE'], rows))
+    const blocking = blockingMigrations(state)
+    if (blocking.length > 0) throw new SchemaTooNewError(state, blocking)
+    if (state.pending.length > 0) {
+      throw new CommandError(
+        `${state.pending.length === 1 ? 'a migration is' : `${state.pending.length} migrations are`} pending: ${state.pending.map(describe).join(', ')}; "petstore migrate" applies them`,
+      )
+    }
+  })
+
+function capitalised(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1)
 }
 
 function backupCommand(args: string[]): Run {
@@ -512,6 +572,11 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     // exit 1 (a supervisor may retry), not a stack trace.
     if (err instanceof StoreOpenError || err instanceof StoreUnavailableError) {
       io.stderr.write(`petstore: ${withCause(err)}\n`)
+      return 1
+    }
+    // D27: a schema this release must not serve, or one it may not migrate itself.
+    if (err instanceof SchemaTooNewError || err instanceof MigrationsPendingError) {
+      io.stderr.write(`petstore: ${err.message}\n`)
       return 1
     }
     if (err instanceof CommandError) {

@@ -20,6 +20,7 @@ import { openStore } from '../store/open.ts'
 import type { Store } from '../store/store.ts'
 import { startInstance } from './instance.ts'
 import { FIRST_KEY_FAILED, noticeUnprefixedKeys, offerFirstKey, startLine } from './prepare.ts'
+import { prepareSchema, type SchemaNotice } from './schema.ts'
 import { DRAIN_MS, drainAndExit, onTerminationSignals, uncaughtFields } from './shutdown.ts'
 
 export const MAX_WORKERS = 256
@@ -74,9 +75,11 @@ async function withStore(config: Readonly<Config>, work: (store: Store) => Promi
 
 async function runPrimary(config: Readonly<Config>, count: number): Promise<void> {
   const log = primaryLogger(config)
+  let schemaNotices: SchemaNotice[] = []
   await withStore(config, async (store) => {
-    await store.migrate()
+    schemaNotices = await prepareSchema(store, config.migrate)
   })
+  for (const notice of schemaNotices) log.info(notice.fields, notice.message)
   const start = startLine(config, count)
   log.info(start.fields, start.message)
   noticeUnprefixedKeys(config, log)

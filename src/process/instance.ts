@@ -16,6 +16,7 @@ import { openStore } from '../store/open.ts'
 import { type ComposedApp, composeApp } from './compose.ts'
 import { FIRST_KEY_FAILED, offerFirstKey } from './prepare.ts'
 import { listenForProbes, type ProbeServer } from './probe-server.ts'
+import { prepareSchema } from './schema.ts'
 
 type App = ComposedApp
 
@@ -89,7 +90,13 @@ export async function startInstance(
     tracing !== undefined && config.database.engine === 'sqlite'
       ? tracing.traceStore(opened)
       : opened
-  if (!options.prepared) await store.migrate()
+  const schemaNotices = options.prepared
+    ? []
+    : await prepareSchema(store, config.migrate).catch(async (err: unknown) => {
+        // A schema this release must not serve (D27): the start ends here, the store closed.
+        await store.close()
+        throw err
+      })
   const lifecycle: Lifecycle = { draining: false }
   const { rateLimitCounter, authFailureCounter, announce } = await counters(config)
   // D17: no figures are taken at all with METRICS_PORT=off.
@@ -102,6 +109,7 @@ export async function startInstance(
     ...(metrics ? { metrics } : {}),
     ...(tracing ? { tracing } : {}),
   })
+  for (const notice of schemaNotices) app.log.info(notice.fields, notice.message)
   logDroppedConnections(app.server, app.log)
   await announce(app)
 

@@ -33,7 +33,7 @@ export interface KeyTerminal {
 
 /** Said where no key exists and none may be made: how to make one. */
 export const NO_KEY_MESSAGE =
-  'no API key exists, and none is made where stderr is not a terminal (a key printed there would be kept with the logs): create one with "petstore keys create --name NAME" (in a container: docker exec <container> petstore keys create --name NAME), or give one in PETSTORE_API_KEYS'
+  'no API key exists, and none is made where stderr is not a terminal (a key printed there would be kept with the logs): create one with "npx petstore keys create --name NAME" (in a container: docker exec <container> petstore keys create --name NAME), or give one in PETSTORE_API_KEYS'
 
 /** The same for sqlite::memory:, which no other process can reach to make a key in. */
 const NO_KEY_IN_MEMORY_MESSAGE =

@@ -3,8 +3,10 @@
 // test/store.
 // The store knows nothing of HTTP; it speaks in the contract's types. What it keeps for a replay
 // (D14, StoredOutcome) is the HTTP layer's: numbers and text it stores and returns as given.
+
 import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
 import type { OutageLogger } from '../outage-log.ts'
+import type { MigrationRun, SchemaState } from './migrations.ts'
 
 export interface ListPetsQuery {
   limit: number
@@ -149,8 +151,13 @@ export interface ApiKeyRepository {
 export interface Store {
   readonly pets: PetRepository
   readonly apiKeys: ApiKeyRepository
-  /** Applies pending migrations; returns the versions it applied. */
-  migrate(): Promise<number[]>
+  /**
+   * Applies pending migrations (D27): what it applied, and a newer release's migrations it found
+   * and may serve under. Throws SchemaTooNewError, changing nothing, where it may not.
+   */
+  migrate(): Promise<MigrationRun>
+  /** D27: the schema against this release's migrations, read without changing anything. */
+  schema(): Promise<SchemaState>
   /**
    * Throws when the database cannot be reached, or cannot be written while writes fail
    * (readiness).

@@ -342,6 +342,7 @@ describe('503: Retry-After from an unreachable database', () => {
     const store: Store = {
       apiKeys: real.apiKeys,
       migrate: () => real.migrate(),
+      schema: () => real.schema(),
       close: () => real.close(),
       ping: () => real.ping(),
       reportOutagesTo: () => {},

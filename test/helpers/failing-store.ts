@@ -43,6 +43,7 @@ export function failingStore(real: Store, replaced: ReplacedOperations): Store {
       }
     },
     migrate: () => real.migrate(),
+    schema: () => real.schema(),
     ping: replaced.ping ?? (() => real.ping()),
     close: () => real.close(),
     reportOutagesTo: () => {},
@@ -74,6 +75,7 @@ export function countingKeyLookups(real: Store): { store: Store; lookups: () => 
     },
     apiKeys,
     migrate: () => real.migrate(),
+    schema: () => real.schema(),
     ping: () => real.ping(),
     close: () => real.close(),
     reportOutagesTo: (log) => real.reportOutagesTo(log),

@@ -1,7 +1,9 @@
 // Shared PostgreSQL setup for tests: whether a server is reachable, and a fresh database per
 // use (created on the server, dropped afterwards), so runs never see each other's rows.
+
 import { randomBytes } from 'node:crypto'
 import { Client } from 'pg'
+import type { LedgerEntry } from '../../src/store/migrations.ts'
 
 /** The server the tests use; trust auth on these machines. Override for another server. */
 export const ADMIN_URL =
@@ -89,5 +91,25 @@ export async function createTestDatabase(): Promise<TestDatabase> {
         client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
       )
     },
+  }
+}
+
+/**
+ * D27: the migration ledger of the database at `url`, written as a newer release would (the
+ * store contract's fixture).
+ */
+export function ledgerOf(url: string) {
+  return {
+    add: ({ version, name, olderReleasesMayServe }: LedgerEntry) =>
+      onDatabase(url, async (client) => {
+        await client.query(
+          'INSERT INTO schema_migrations (version, name, applied_at, older_releases_may_serve) VALUES ($1, $2, now(), $3)',
+          [version, name, olderReleasesMayServe],
+        )
+      }),
+    remove: (version: number) =>
+      onDatabase(url, async (client) => {
+        await client.query('DELETE FROM schema_migrations WHERE version = $1', [version])
+      }),
   }
 }

@@ -35,9 +35,9 @@ export interface CommandResult {
 export async function runCli(
   args: string[],
   env: Record<string, string>,
-  options: { stdin?: string } = {},
+  options: { stdin?: string; bin?: string } = {},
 ): Promise<CommandResult> {
-  const child = spawn(process.execPath, [BIN, ...args], {
+  const child = spawn(process.execPath, [options.bin ?? BIN, ...args], {
     env: { ...inheritedEnv(), ...env },
     stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   })
@@ -77,8 +77,9 @@ export interface ServiceProcess {
 export async function startService(
   env: Record<string, string>,
   args: string[] = [],
+  { bin = BIN }: { bin?: string } = {},
 ): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], {
+  const child = spawn(process.execPath, [bin, 'serve', ...args], {
     // Metrics (D17) are off unless a test asks: parallel services would share port 9464.
     env: {
       ...inheritedEnv(),

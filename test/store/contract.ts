@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test'
 import { hashApiKey } from '../../src/contract/api-key.ts'
 import type { NewPet } from '../../src/contract/schemas.ts'
 import { petJsonAroundId } from '../../src/http/routes/pets-json.ts'
-import type { Migration } from '../../src/store/sql-core.ts'
+import { type LedgerEntry, type Migration, SchemaTooNewError } from '../../src/store/migrations.ts'
 import type { IdempotencyClaim, Store } from '../../src/store/store.ts'
 
 export interface StoreFixture {
@@ -14,6 +14,11 @@ export interface StoreFixture {
   open(): Promise<Store>
   /** Opens the same database again, as a restarted process would. */
   reopen(): Promise<Store>
+  /** Writes a ledger row as a newer release would, or takes one out (D27). */
+  ledger: {
+    add(entry: LedgerEntry): Promise<void>
+    remove(version: number): Promise<void>
+  }
   cleanup(): Promise<void>
 }
 
@@ -62,11 +67,20 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
     before(async () => {
       fixture = await makeFixture()
       store = await fixture.open()
+      const state = await store.schema()
+      assert.deepEqual(state.applied, [], 'a new database has no ledger')
       assert.deepEqual(
-        await store.migrate(),
+        state.pending.map((migration) => migration.version),
+        fixture.migrations.map((migration) => migration.version),
+      )
+      const run = await store.migrate()
+      assert.deepEqual(
+        run.applied.map((migration) => migration.version),
         fixture.migrations.map((migration) => migration.version),
         'the first migrate applies every version',
       )
+      assert.ok(run.applied.every((migration) => migration.durationMs >= 0))
+      assert.deepEqual(run.newer, [])
     })
     after(async () => {
       await store.close()
@@ -74,7 +88,47 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
     })
 
     test('migrate is idempotent', async () => {
-      assert.deepEqual(await store.migrate(), [])
+      assert.deepEqual(await store.migrate(), { applied: [], newer: [] })
+    })
+
+    test('the ledger says of each migration whether releases before it may serve (D27)', async () => {
+      const state = await store.schema()
+      assert.deepEqual(state.pending, [])
+      assert.deepEqual(state.newer, [])
+      assert.deepEqual(
+        state.applied,
+        fixture.migrations.map(({ version, name, olderReleasesMayServe }) => ({
+          version,
+          name,
+          olderReleasesMayServe,
+        })),
+      )
+    })
+
+    test("a newer release's expand step is served; its contract step is refused, changing nothing (D27)", async () => {
+      const expand = { version: 900, name: 'a new table', olderReleasesMayServe: true }
+      const contract = { version: 901, name: 'a dropped column', olderReleasesMayServe: false }
+      try {
+        await fixture.ledger.add(expand)
+        assert.deepEqual(await store.migrate(), { applied: [], newer: [expand] })
+        assert.deepEqual((await store.schema()).newer, [expand])
+
+        await fixture.ledger.add(contract)
+        await assert.rejects(store.migrate(), (err: Error) => {
+          assert.ok(err instanceof SchemaTooNewError)
+          assert.match(err.message, /901 \(a dropped column\)/)
+          assert.match(err.message, /Upgrade this instance .* or restore/)
+          assert.equal(err.message.includes('\n'), false, 'one line')
+          return true
+        })
+        const after = await store.schema()
+        assert.deepEqual(after.newer, [expand, contract])
+        assert.deepEqual(after.pending, [])
+      } finally {
+        await fixture.ledger.remove(expand.version)
+        await fixture.ledger.remove(contract.version)
+      }
+      assert.deepEqual(await store.migrate(), { applied: [], newer: [] })
     })
 
     test('create returns the pet with a new id; an omitted status stays omitted', async () => {

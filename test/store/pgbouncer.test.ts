@@ -12,6 +12,7 @@ import { type PgBouncer, pgbouncerSkipReason, startPgBouncer } from '../helpers/
 import {
   ADMIN_URL,
   createTestDatabase,
+  ledgerOf,
   onDatabase,
   postgresSkipReason,
   type TestDatabase,
@@ -72,7 +73,14 @@ describe('postgres behind PgBouncer (transaction mode)', { skip }, () => {
     const db = await createTestDatabase()
     const open = async () =>
       openPostgresStore({ url: bouncer.through(db.url), poolSize: 5, pooler: 'transaction' })
-    return { migrations: postgresMigrations, open, reopen: open, cleanup: db.drop }
+    return {
+      migrations: postgresMigrations,
+      open,
+      reopen: open,
+      // Written straight to the server: the ledger is the database's, whoever reads it.
+      ledger: ledgerOf(db.url),
+      cleanup: db.drop,
+    }
   })
 
   describe('one server connection shared by two services', () => {

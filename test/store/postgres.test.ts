@@ -11,6 +11,7 @@ import {
 } from '../../src/store/store.ts'
 import {
   createTestDatabase,
+  ledgerOf,
   onDatabase,
   postgresSkipReason,
   type TestDatabase,
@@ -28,6 +29,7 @@ describe('postgres', { skip }, () => {
       migrations: postgresMigrations,
       open: async () => open(db.url),
       reopen: async () => open(db.url),
+      ledger: ledgerOf(db.url),
       cleanup: db.drop,
     }
   })
@@ -88,7 +90,11 @@ describe('postgres', { skip }, () => {
       try {
         const applied = await Promise.all(stores.map((s) => s.migrate()))
         const versions = postgresMigrations.map((migration) => migration.version)
-        assert.deepEqual(applied.flat(), versions, 'exactly one migrate applied each version')
+        assert.deepEqual(
+          applied.flatMap((run) => run.applied.map((migration) => migration.version)),
+          versions,
+          'exactly one migrate applied each version',
+        )
         const { rows } = await onDatabase(fresh.url, (client) =>
           client.query('SELECT version FROM schema_migrations ORDER BY version'),
         )

@@ -114,6 +114,7 @@ export function tracedSqliteStore(store: Store, tracer: Tracer): Store {
     pets: tracedPets(store.pets, tracer),
     apiKeys: tracedApiKeys(store.apiKeys, tracer),
     migrate: () => store.migrate(),
+    schema: () => store.schema(),
     ping: () => store.ping(),
     close: () => store.close(),
     reportOutagesTo: (log) => store.reportOutagesTo(log),

@@ -1,12 +1,14 @@
 // Versioned schema for PostgreSQL: the versions of sqlite/migrations.ts, in PostgreSQL's types. A version
 // number means the same change in both lists; one an engine does not need is absent from its list
 // (2, SQLite's write probe for readiness). Append new versions; never edit one that has shipped.
-import type { Migration } from '../sql-core.ts'
+import type { Migration } from '../migrations.ts'
 
 export const postgresMigrations: Migration[] = [
   {
     version: 1,
     name: 'pets and api keys',
+    // The first schema: no release predates it.
+    olderReleasesMayServe: true,
     sql: `
       CREATE TABLE pets (
         -- An identity never hands an id out twice. MAXVALUE 2^53 - 1: ids reach clients as
@@ -32,6 +34,9 @@ export const postgresMigrations: Migration[] = [
   {
     version: 3,
     name: 'idempotency keys',
+    // A changed meaning (D14): a release before it ignores Idempotency-Key, so beside this one
+    // a client's retried create could make a second pet.
+    olderReleasesMayServe: false,
     // D14: one row per (API key, Idempotency-Key), written in the same transaction as its pet;
     // the primary key decides between two instances that claim one key at once.
     sql: `
@@ -47,6 +52,17 @@ export const postgresMigrations: Migration[] = [
       );
       -- Serves the purge of expired records.
       CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+    `,
+  },
+  {
+    version: 4,
+    name: 'migration ledger says which releases may serve',
+    // D27: as sqlite/migrations.ts's version 4.
+    olderReleasesMayServe: true,
+    sql: `
+      ALTER TABLE schema_migrations
+        ADD COLUMN older_releases_may_serve boolean NOT NULL DEFAULT true;
+      UPDATE schema_migrations SET older_releases_may_serve = false WHERE version = 3;
     `,
   },
 ]

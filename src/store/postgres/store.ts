@@ -14,7 +14,15 @@
 import { Client } from 'pg'
 import type { DatabasePooler } from '../../config.ts'
 import type { OutageLogger } from '../../outage-log.ts'
-import { type MigrationAdapter, runMigrations } from '../sql-core.ts'
+import {
+  type LedgerEntry,
+  type MigrationAdapter,
+  type MigrationRun,
+  runMigrations,
+  type SchemaState,
+  SchemaTooNewError,
+  schemaState,
+} from '../migrations.ts'
 import { type Store, type StoreObserver, StoreOpenError, StoreUnavailableError } from '../store.ts'
 import { PostgresApiKeyRepository } from './api-keys.ts'
 import {
@@ -71,8 +79,21 @@ class PostgresStore implements Store {
     this.apiKeys = new PostgresApiKeyRepository(db)
   }
 
-  async migrate(): Promise<number[]> {
-    // A connection of its own, with the long timeouts migrations need, outside the pool.
+  migrate(): Promise<MigrationRun> {
+    return this.#onOwnConnection((client) =>
+      runMigrations(migrationAdapter(client), postgresMigrations),
+    )
+  }
+
+  /** D27: read only, outside any transaction. */
+  schema(): Promise<SchemaState> {
+    return this.#onOwnConnection(async (client) =>
+      schemaState(await readLedger(client), postgresMigrations),
+    )
+  }
+
+  /** A connection of its own, with the long timeouts migrations need, outside the pool. */
+  async #onOwnConnection<T>(work: (client: Client) => Promise<T>): Promise<T> {
     const client = new Client({
       ...connectionConfig(this.#url, this.#db.session),
       application_name: 'petstore migrate',
@@ -89,9 +110,11 @@ class PostgresStore implements Store {
         const { host, port, user = '', database = '' } = client
         throw explainConnectFailure(err, { host, port, user, database }) ?? err
       }
-      return await runMigrations(migrationAdapter(client), postgresMigrations)
+      return await work(client)
     } catch (err) {
-      throw err instanceof StoreOpenError || err instanceof StoreUnavailableError
+      throw err instanceof StoreOpenError ||
+        err instanceof StoreUnavailableError ||
+        err instanceof SchemaTooNewError
         ? err
         : sortPostgresError(err)
     } finally {
@@ -118,7 +141,7 @@ class PostgresStore implements Store {
 }
 
 /**
- * PostgreSQL's side of the migrations (sql-core.ts). The transaction-scoped advisory lock makes
+ * PostgreSQL's side of the migrations (../migrations.ts). The transaction-scoped advisory lock makes
  * instances that start together take turns: the first applies, the rest then find nothing to
  * do. DDL is transactional in PostgreSQL, so a failed migration leaves no half-made schema.
  */
@@ -130,21 +153,26 @@ function migrationAdapter(client: Client): MigrationAdapter {
       await client.query(`BEGIN; SET LOCAL statement_timeout = ${MIGRATION_TIMEOUT_MS}`)
       await client.query(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`)
     },
-    appliedVersions: async () => {
+    ledger: async () => {
       await client.query(
         'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)',
       )
-      const { rows } = await client.query<{ version: number }>(
-        'SELECT version FROM schema_migrations',
-      )
-      return new Set(rows.map((row) => row.version))
+      return readLedger(client)
     },
     apply: async (migration) => {
       await client.query(migration.sql)
-      await client.query(
-        'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())',
-        [migration.version, migration.name],
-      )
+      // Before migration 4 the ledger has no column for the flag; rows without it read as true.
+      if (await ledgerHasFlag(client)) {
+        await client.query(
+          'INSERT INTO schema_migrations (version, name, applied_at, older_releases_may_serve) VALUES ($1, $2, now(), $3)',
+          [migration.version, migration.name, migration.olderReleasesMayServe],
+        )
+      } else {
+        await client.query(
+          'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())',
+          [migration.version, migration.name],
+        )
+      }
     },
     commit: async () => {
       await client.query('COMMIT')
@@ -154,4 +182,30 @@ function migrationAdapter(client: Client): MigrationAdapter {
       await client.query('ROLLBACK').catch(() => {})
     },
   }
+}
+
+/** D27: the ledger as it is, made by no one: empty where there is none yet. */
+async function readLedger(client: Client): Promise<LedgerEntry[]> {
+  const { rows: present } = await client.query<{ present: boolean }>(
+    "SELECT to_regclass('schema_migrations') IS NOT NULL AS present",
+  )
+  if (present[0]?.present !== true) return []
+  const flag = (await ledgerHasFlag(client)) ? 'older_releases_may_serve' : 'true'
+  const { rows } = await client.query<{ version: number; name: string; may_serve: boolean }>(
+    `SELECT version, name, ${flag} AS may_serve FROM schema_migrations`,
+  )
+  return rows.map((row) => ({
+    version: row.version,
+    name: row.name,
+    olderReleasesMayServe: row.may_serve,
+  }))
+}
+
+/** Whether the ledger has migration 4's column (older releases made it without). */
+async function ledgerHasFlag(client: Client): Promise<boolean> {
+  const { rows } = await client.query(
+    `SELECT 1 FROM pg_attribute
+      WHERE attrelid = to_regclass('schema_migrations') AND attname = 'older_releases_may_serve' AND NOT attisdropped`,
+  )
+  return rows.length > 0
 }

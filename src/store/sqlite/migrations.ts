@@ -1,10 +1,12 @@
 // Versioned schema for SQLite. Append new versions; never edit one that has shipped.
-import type { Migration } from '../sql-core.ts'
+import type { Migration } from '../migrations.ts'
 
 export const sqliteMigrations: Migration[] = [
   {
     version: 1,
     name: 'pets and api keys',
+    // The first schema: no release predates it.
+    olderReleasesMayServe: true,
     sql: `
       CREATE TABLE pets (
         -- AUTOINCREMENT: an id is never handed out twice, even after the highest row is gone.
@@ -29,6 +31,8 @@ export const sqliteMigrations: Migration[] = [
   {
     version: 2,
     name: 'write probe',
+    // A table only readiness writes: older releases never see it.
+    olderReleasesMayServe: true,
     // D16: while writes fail, readiness commits a write to this one row, since a read (SELECT 1)
     // succeeds on a full disk. PostgreSQL needs none: its failures show on any query.
     sql: `
@@ -43,6 +47,9 @@ export const sqliteMigrations: Migration[] = [
   {
     version: 3,
     name: 'idempotency keys',
+    // A changed meaning (D14): a release before it ignores Idempotency-Key, so beside this one
+    // a client's retried create could make a second pet.
+    olderReleasesMayServe: false,
     // D14: one row per (API key, Idempotency-Key), written in the same transaction as its pet.
     // created_at is milliseconds since the epoch, from the app's clock.
     sql: `
@@ -58,6 +65,20 @@ export const sqliteMigrations: Migration[] = [
       );
       -- Serves the purge of expired records.
       CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+    `,
+  },
+  {
+    version: 4,
+    name: 'migration ledger says which releases may serve',
+    // D27: each migration records whether releases that predate it may keep serving. Releases
+    // before this one read only the ledger's version column and name its columns when they
+    // insert, so they ignore the new one (the upgrade test runs the previous release on it).
+    olderReleasesMayServe: true,
+    sql: `
+      ALTER TABLE schema_migrations
+        ADD COLUMN older_releases_may_serve INTEGER NOT NULL DEFAULT 1
+        CHECK (older_releases_may_serve IN (0, 1));
+      UPDATE schema_migrations SET older_releases_may_serve = 0 WHERE version = 3;
     `,
   },
 ]

@@ -18,7 +18,14 @@ import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import type { OutageLogger } from '../../outage-log.ts'
-import { type MigrationAdapter, runMigrations } from '../sql-core.ts'
+import {
+  type LedgerEntry,
+  type MigrationAdapter,
+  type MigrationRun,
+  runMigrations,
+  type SchemaState,
+  schemaState,
+} from '../migrations.ts'
 import { type CommitTracer, type Store, type StoreObserver, StoreOpenError } from '../store.ts'
 import { SqliteApiKeyRepository } from './api-keys.ts'
 import { Attempts } from './attempts.ts'
@@ -106,16 +113,16 @@ class SqliteStore implements Store {
    * the first (and then finds nothing to apply) rather than begin or end it. Runs before the
    * store serves anything (process/prepare.ts, the CLI).
    */
-  migrate(): Promise<number[]> {
+  migrate(): Promise<MigrationRun> {
     const after = this.#migrating.catch(() => {})
     const run = after.then(() => this.#migrate())
     this.#migrating = run
     return run
   }
 
-  async #migrate(): Promise<number[]> {
+  async #migrate(): Promise<MigrationRun> {
     const attempts = this.#attempts
-    let done: number[]
+    let done: MigrationRun
     try {
       done = await runMigrations(
         migrationAdapter(this.#db, attempts.lockTimeoutMs),
@@ -126,6 +133,20 @@ class SqliteStore implements Store {
     }
     attempts.committed()
     return done
+  }
+
+  /** D27: read only, in the order of any migration under way (this connection's). */
+  schema(): Promise<SchemaState> {
+    const read = this.#migrating
+      .catch(() => {})
+      .then(() => {
+        try {
+          return schemaState(readLedger(this.#db), sqliteMigrations)
+        } catch (err) {
+          throw this.#attempts.failed(err)
+        }
+      })
+    return read
   }
 
   /**
@@ -152,7 +173,7 @@ class SqliteStore implements Store {
   }
 }
 
-/** SQLite's side of the migrations (sql-core.ts). */
+/** SQLite's side of the migrations (../migrations.ts). */
 function migrationAdapter(db: DatabaseSync, lockTimeoutMs: number): MigrationAdapter {
   let began = false
   return {
@@ -165,19 +186,25 @@ function migrationAdapter(db: DatabaseSync, lockTimeoutMs: number): MigrationAda
       await retryWhileBusy(() => db.exec('BEGIN IMMEDIATE'), lockTimeoutMs)
       began = true
     },
-    appliedVersions: async () => {
+    ledger: async () => {
       db.exec(
         'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
       )
-      const rows = db.prepare('SELECT version FROM schema_migrations').all()
-      return new Set(rows.map((row) => Number(row.version)))
+      return readLedger(db)
     },
     apply: async (migration) => {
       db.exec(migration.sql)
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+      // Before migration 4 the ledger has no column for the flag; rows without it read as true.
+      const flagged = ledgerHasFlag(db)
+      db.prepare(
+        flagged
+          ? 'INSERT INTO schema_migrations (version, name, applied_at, older_releases_may_serve) VALUES (?, ?, ?, ?)'
+          : 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
+      ).run(
         migration.version,
         migration.name,
         new Date().toISOString(),
+        ...(flagged ? [migration.olderReleasesMayServe ? 1 : 0] : []),
       )
     },
     commit: async () => {
@@ -193,4 +220,33 @@ function migrationAdapter(db: DatabaseSync, lockTimeoutMs: number): MigrationAda
       }
     },
   }
+}
+
+/** D27: the ledger as it is, made by no one: empty where there is none yet. */
+function readLedger(db: DatabaseSync): LedgerEntry[] {
+  const table = db
+    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+    .get()
+  if (table === undefined) return []
+  const flagged = ledgerHasFlag(db)
+  const rows = db
+    .prepare(
+      `SELECT version, name, ${flagged ? 'older_releases_may_serve' : '1'} AS may_serve FROM schema_migrations`,
+    )
+    .all()
+  return rows.map((row) => ({
+    version: Number(row.version),
+    name: String(row.name),
+    olderReleasesMayServe: Number(row.may_serve) !== 0,
+  }))
+}
+
+/** Whether the ledger has migration 4's column (older releases made it without). */
+function ledgerHasFlag(db: DatabaseSync): boolean {
+  const column = db
+    .prepare(
+      "SELECT 1 FROM pragma_table_info('schema_migrations') WHERE name = 'older_releases_may_serve'",
+    )
+    .get()
+  return column !== undefined
 }
