@@ -8,15 +8,19 @@
 // registry can be reached here. Then, against the running container: no key in its log, a key
 // made with `exec … petstore keys create`, create/list/get over HTTP, SIGTERM with creates in
 // flight (exit 0, every 201 kept), a new container on the same volume, the non-root user, the
-// read-only root, the HEALTHCHECK, the probe listener, `--init`, and a bad DATABASE_URL.
+// read-only root, the HEALTHCHECK, the probe listener, `--init`, and a bad DATABASE_URL. Last,
+// the SQLite variant of deploy/kubernetes as a pod of `podman kube play` (kube-play.ts says what
+// it changes): the probe port, a key made with exec, a pet created and read, a drained stop.
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { freePort } from '../helpers/free-port.ts'
 import { podmanArgs, ROOT, readmeContainerCommands } from './commands.ts'
-import { podman, podmanOk, run } from './podman.ts'
+import { sqlitePod } from './kube-play.ts'
+import { kubePlayEnv, podman, podmanOk, run } from './podman.ts'
 import { NODE_VERSION, standIn } from './stand-in.ts'
 
 const REQUIRED = process.env.PETSTORE_REQUIRE_PODMAN === '1'
@@ -39,6 +43,9 @@ const id = randomBytes(4).toString('hex')
 const TAG = `localhost/petstore-image-test:${id}`
 const CONTAINER = `petstore-image-test-${id}`
 const VOLUME = `petstore-image-test-${id}-data`
+/** The Kubernetes pod's name and its volume (for the claim). */
+const KUBE_POD = `petstore-kube-test-${id}`
+const KUBE_VOLUME = `petstore-kube-test-${id}-data`
 /** The proxy's CA, where the host reaches the registry through one (carried as a build secret). */
 const CA = process.env.NODE_EXTRA_CA_CERTS
 
@@ -121,6 +128,8 @@ describe('the container image (D22)', { skip }, () => {
   let key = ''
   let base = ''
   const acknowledged: number[] = []
+  /** The folder of the pod's YAML and podman's settings for it, once the kube test made it. */
+  let kubeFolder: string | undefined
 
   before(async () => {
     port = await freePort()
@@ -133,6 +142,11 @@ describe('the container image (D22)', { skip }, () => {
     await podman(['rm', '--force', '--time', '0', CONTAINER])
     await podman(['rm', '--force', '--time', '0', `${CONTAINER}-init`])
     await podman(['volume', 'rm', '--force', VOLUME])
+    if (kubeFolder !== undefined) {
+      await podman(['kube', 'down', join(kubeFolder, 'pod.yaml')])
+      rmSync(kubeFolder, { recursive: true, force: true })
+    }
+    await podman(['volume', 'rm', '--force', KUBE_VOLUME])
     await podman(['rmi', '--force', TAG])
   })
 
@@ -321,5 +335,76 @@ describe('the container image (D22)', { skip }, () => {
       .filter((line) => !/^time=".*level=/.test(line))
     assert.equal(lines.length, 1, result.stderr)
     assert.match(lines[0] ?? '', /DATABASE_URL/)
+  })
+  it('runs the SQLite variant of deploy/kubernetes with podman kube play: probes, a key, a pet', async () => {
+    const [apiPort, probePort, metricsPort] = [await freePort(), await freePort(), await freePort()]
+    const play = sqlitePod({
+      name: KUBE_POD,
+      image: TAG,
+      volume: KUBE_VOLUME,
+      apiPort,
+      probePort,
+      metricsPort,
+    })
+    kubeFolder = mkdtempSync(join(tmpdir(), 'petstore-kube-test-'))
+    const yaml = join(kubeFolder, 'pod.yaml')
+    writeFileSync(yaml, play.yaml)
+    await podmanOk(['volume', 'create', KUBE_VOLUME])
+    await podmanOk(['kube', 'play', yaml], 120_000, kubePlayEnv(kubeFolder))
+    // The probes as kubelet asks them, on the probe port.
+    const probes = `http://127.0.0.1:${probePort}`
+    const deadline = Date.now() + 60_000
+    for (;;) {
+      const answers = await Promise.all(
+        ['/healthz', '/readyz'].map((path) =>
+          fetch(`${probes}${path}`).then(
+            async (response) => {
+              await response.body?.cancel()
+              return response.status
+            },
+            () => 0,
+          ),
+        ),
+      )
+      if (answers.every((status) => status === 200)) break
+      if (Date.now() > deadline) {
+        const logs = await podman(['logs', play.container])
+        throw new Error(`probes ${answers.join(', ')} after 60 s:\n${logs.stdout}${logs.stderr}`)
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    // The manifest's security context, as podman applied it.
+    assert.equal((await podmanOk(['exec', play.container, 'id', '-u'])).trim(), '1000')
+    const write = await podman(['exec', play.container, 'sh', '-c', 'touch /app/x'])
+    assert.notEqual(write.code, 0, 'the root file system is read-only')
+    const made = await podmanOk([
+      'exec',
+      play.container,
+      'petstore',
+      'keys',
+      'create',
+      '--name',
+      'kube',
+    ])
+    const kubeKey = /petstore_live_[0-9A-Za-z]+/.exec(made)?.[0] ?? ''
+    assert.ok(kubeKey, made)
+    const api = `http://127.0.0.1:${apiPort}`
+    const created = await createPet(api, kubeKey, 'Kube')
+    assert.equal(created.status, 201)
+    const pet = (await created.json()) as { id: number; name: string }
+    const got = await fetch(`${api}/v1/pets/${pet.id}`, {
+      headers: { authorization: `Bearer ${kubeKey}` },
+    })
+    assert.equal(got.status, 200)
+    assert.equal(((await got.json()) as { name: string }).name, 'Kube')
+    // METRICS_HOST=0.0.0.0: /metrics on the pod's address, for Prometheus.
+    const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+    assert.equal(metrics.status, 200)
+    assert.match(await metrics.text(), /^petstore_pets_created_total 1$/m)
+    // A stop within the manifest's grace period drains and exits 0 (D11); then kube down.
+    await podmanOk(['pod', 'stop', '--time', String(play.graceSeconds), KUBE_POD], 60_000)
+    assert.equal((await state(play.container)).exitCode, 0)
+    await podmanOk(['kube', 'down', yaml], 60_000)
+    assert.notEqual((await podman(['pod', 'exists', KUBE_POD])).code, 0, 'the pod is gone')
   })
 })

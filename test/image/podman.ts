@@ -3,6 +3,8 @@
 // commands are written for `docker`; commands.ts turns one into the same command for podman
 // here, adding only what this host needs.
 import { execFile } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 
 /** Options every podman command needs on this host (crun fails on its cgroups). */
 const GLOBAL = ['--storage-driver', 'vfs', '--runtime', 'runc', '--cgroup-manager', 'cgroupfs']
@@ -17,13 +19,13 @@ export interface Result {
 export function run(
   file: string,
   args: readonly string[],
-  options: { timeoutMs?: number; input?: string } = {},
+  options: { timeoutMs?: number; input?: string; env?: NodeJS.ProcessEnv } = {},
 ): Promise<Result> {
   return new Promise((resolve) => {
     const child = execFile(
       file,
       args,
-      { maxBuffer: 64 * 1024 * 1024, timeout: options.timeoutMs ?? 600_000 },
+      { maxBuffer: 64 * 1024 * 1024, timeout: options.timeoutMs ?? 600_000, env: options.env },
       (err, stdout, stderr) => {
         const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1
         resolve({ code, stdout: String(stdout), stderr: String(stderr) })
@@ -34,15 +36,35 @@ export function run(
 }
 
 /** `podman <args>` with this host's global options. */
-export function podman(args: readonly string[], timeoutMs?: number): Promise<Result> {
-  return run('podman', [...GLOBAL, ...args], { timeoutMs })
+export function podman(
+  args: readonly string[],
+  timeoutMs?: number,
+  env?: NodeJS.ProcessEnv,
+): Promise<Result> {
+  return run('podman', [...GLOBAL, ...args], { timeoutMs, env })
 }
 
 /** The same, failing with podman's own words when it exits non-zero. */
-export async function podmanOk(args: readonly string[], timeoutMs?: number): Promise<string> {
-  const result = await podman(args, timeoutMs)
+export async function podmanOk(
+  args: readonly string[],
+  timeoutMs?: number,
+  env?: NodeJS.ProcessEnv,
+): Promise<string> {
+  const result = await podman(args, timeoutMs, env)
   if (result.code !== 0) {
     throw new Error(`podman ${args.join(' ')} exited ${result.code}:\n${result.stderr}`)
   }
   return result.stdout
+}
+
+/**
+ * The environment for `podman kube play`, which takes no `--ulimit`: the host refuses podman's
+ * default limits (commands.ts gives `run` its own), so the same limits go in a containers.conf
+ * written to `folder`, named by CONTAINERS_CONF (podman reads it instead of the system's, and
+ * its built-in defaults fill in the rest).
+ */
+export function kubePlayEnv(folder: string): NodeJS.ProcessEnv {
+  const file = join(folder, 'containers.conf')
+  writeFileSync(file, '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]\n')
+  return { ...process.env, CONTAINERS_CONF: file }
 }

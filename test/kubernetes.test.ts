@@ -1,0 +1,470 @@
+// deploy/kubernetes/: both variants rendered as `kubectl apply -k` would (test/image/kustomize.ts),
+// every object checked against Kubernetes' schemas (kubernetes-models), then what matters of
+// them held against the image, the configuration and the docs: the probe port and paths, a grace
+// period longer than the drain, the read-only non-root container, the Secret's keys, the ports
+// the NetworkPolicy opens, one pod and a volume on SQLite, the migration Job on PostgreSQL.
+// Nothing is started; `npm run test:image` runs the SQLite variant's pod with podman.
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { describe, it } from 'node:test'
+import type { IDeployment } from 'kubernetes-models/apps/v1'
+import { Deployment } from 'kubernetes-models/apps/v1'
+import type { IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2'
+import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2'
+import type { IJob } from 'kubernetes-models/batch/v1'
+import { Job } from 'kubernetes-models/batch/v1'
+import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1'
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1'
+import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1'
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1'
+import type {
+  IContainer,
+  IPersistentVolumeClaim,
+  IPodSpec,
+  IProbe,
+  ISecret,
+  IService,
+} from 'kubernetes-models/v1'
+import { PersistentVolumeClaim, Secret, Service } from 'kubernetes-models/v1'
+import { ConfigError, configDefaults, loadConfig } from '../src/config.ts'
+import { DRAIN_MS } from '../src/process/shutdown.ts'
+import { ROOT } from './image/commands.ts'
+import {
+  applyImages,
+  applyOperation,
+  KUBERNETES,
+  type Manifest,
+  parseYaml,
+  render,
+} from './image/kustomize.ts'
+
+/** Each kind the overlays hold, with its schema. A kind missing here fails the test. */
+const SCHEMAS: Record<string, (manifest: Manifest) => void> = {
+  'apps/v1 Deployment': (m) => new Deployment(m as unknown as IDeployment).validate(),
+  'batch/v1 Job': (m) => new Job(m as unknown as IJob).validate(),
+  'v1 Service': (m) => new Service(m as unknown as IService).validate(),
+  'v1 Secret': (m) => new Secret(m as unknown as ISecret).validate(),
+  'v1 PersistentVolumeClaim': (m) =>
+    new PersistentVolumeClaim(m as unknown as IPersistentVolumeClaim).validate(),
+  'networking.k8s.io/v1 NetworkPolicy': (m) =>
+    new NetworkPolicy(m as unknown as INetworkPolicy).validate(),
+  'policy/v1 PodDisruptionBudget': (m) =>
+    new PodDisruptionBudget(m as unknown as IPodDisruptionBudget).validate(),
+  'autoscaling/v2 HorizontalPodAutoscaler': (m) =>
+    new HorizontalPodAutoscaler(m as unknown as IHorizontalPodAutoscaler).validate(),
+}
+
+/** Every object checked against its schema: a bad one fails with the schema's words. */
+function validated(manifests: Manifest[]): Manifest[] {
+  for (const manifest of manifests) {
+    const id = `${manifest.apiVersion} ${manifest.kind}`
+    const validate = SCHEMAS[id]
+    assert.ok(validate, `${id} ${manifest.metadata.name}: no schema for this kind in the test`)
+    try {
+      validate(manifest)
+    } catch (error) {
+      throw new Error(
+        `${manifest.kind} ${manifest.metadata.name} is not valid: ${error instanceof Error ? error.message : String(error)}`,
+      )
+    }
+  }
+  return manifests
+}
+
+const postgres = validated(render(join(KUBERNETES, 'overlays', 'postgres')))
+const sqlite = validated(render(join(KUBERNETES, 'overlays', 'sqlite')))
+
+function find<T>(manifests: Manifest[], kind: string, name?: string): T {
+  const found = manifests.filter(
+    (m) => m.kind === kind && (name === undefined || m.metadata.name === name),
+  )
+  assert.equal(found.length, 1, `one ${kind}${name ? ` ${name}` : ''}`)
+  return found[0] as unknown as T
+}
+
+function kinds(manifests: Manifest[]): string[] {
+  return manifests.map((m) => `${m.kind}/${m.metadata.name}`).sort()
+}
+
+function podSpec(workload: IDeployment | IJob): IPodSpec {
+  const spec = workload.spec?.template.spec
+  assert.ok(spec, 'a pod template')
+  return spec
+}
+
+function container(workload: IDeployment | IJob): IContainer {
+  const containers = podSpec(workload).containers
+  assert.equal(containers.length, 1, 'one container')
+  return containers[0] as IContainer
+}
+
+/** The Dockerfile's settings: its ENV lines and the USER it runs as. */
+const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8')
+const imageEnv: Record<string, string> = Object.fromEntries(
+  [...(/^ENV ([\s\S]*?)\n(?!\s)/m.exec(dockerfile)?.[1] ?? '').matchAll(/(\w+)=(\S+)/g)].map(
+    ([, name, value]) => [name as string, value as string],
+  ),
+)
+const imageUser = /^USER (\d+):(\d+)$/m.exec(dockerfile)
+const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  version: string
+}
+
+/** A container's literal environment, over the image's. */
+function environment(c: IContainer): Record<string, string> {
+  const env: Record<string, string> = { ...imageEnv }
+  for (const variable of c.env ?? []) {
+    if (variable.value !== undefined) env[variable.name] = variable.value
+  }
+  return env
+}
+
+/** A port as a probe or a policy names it (number or name), as the container's number. */
+function portNumber(c: IContainer, port: number | string | undefined): number | undefined {
+  if (typeof port === 'number') return port
+  return c.ports?.find((p) => p.name === port)?.containerPort
+}
+
+function probePath(c: IContainer, probe: IProbe | undefined): string {
+  assert.ok(probe?.httpGet, 'an HTTP probe')
+  return `${portNumber(c, probe.httpGet.port)}${probe.httpGet.path}`
+}
+
+/** Bytes of a Kubernetes quantity such as 384Mi or 256M. */
+function bytes(quantity: string | number | undefined): number {
+  const match = /^(\d+)(Ki|Mi|Gi|k|M|G)?$/.exec(String(quantity))
+  assert.ok(match, `a memory quantity: ${quantity}`)
+  const unit = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, k: 1e3, M: 1e6, G: 1e9 }
+  return Number(match[1]) * (match[2] ? unit[match[2] as keyof typeof unit] : 1)
+}
+
+/** Seconds of the preStop hook's `sleep`, exec or sleep action. */
+function preStopSeconds(c: IContainer): number {
+  const hook = c.lifecycle?.preStop
+  if (hook?.sleep) return hook.sleep.seconds
+  const command = hook?.exec?.command ?? []
+  return command[0] === 'sleep' ? Number(command[1]) : 0
+}
+
+/** The container runs as the image's non-root user, read-only, with nothing to escalate. */
+function assertLockedDown(workload: IDeployment | IJob): void {
+  const pod = podSpec(workload).securityContext ?? {}
+  const c = container(workload).securityContext ?? {}
+  const uid = c.runAsUser ?? pod.runAsUser
+  assert.equal(c.runAsNonRoot ?? pod.runAsNonRoot, true, 'runAsNonRoot')
+  assert.equal(String(uid), imageUser?.[1], "the Dockerfile's USER")
+  assert.equal(String(c.runAsGroup ?? pod.runAsGroup), imageUser?.[2], "the Dockerfile's group")
+  assert.equal(c.readOnlyRootFilesystem, true, 'readOnlyRootFilesystem')
+  assert.equal(c.allowPrivilegeEscalation, false, 'allowPrivilegeEscalation')
+  assert.deepEqual(c.capabilities?.drop, ['ALL'], 'capabilities drop ALL')
+  assert.equal(c.capabilities?.add, undefined, 'no capability added')
+  assert.equal((c.seccompProfile ?? pod.seccompProfile)?.type, 'RuntimeDefault', 'seccomp')
+  assert.equal(c.privileged, undefined)
+  assert.equal(podSpec(workload).automountServiceAccountToken, false, 'no API token')
+  // Node's compile cache goes to /tmp (D25): writable there, on an emptyDir.
+  const tmp = container(workload).volumeMounts?.find((mount) => mount.mountPath === '/tmp')
+  const volume = podSpec(workload).volumes?.find((v) => v.name === tmp?.name)
+  assert.ok(volume?.emptyDir, '/tmp on an emptyDir')
+}
+
+/** Every secretKeyRef names a Secret of the render and a key it holds, unless optional. */
+function assertSecretRefs(manifests: Manifest[], workload: IDeployment | IJob): void {
+  for (const variable of container(workload).env ?? []) {
+    const ref = variable.valueFrom?.secretKeyRef
+    if (ref === undefined) continue
+    const secret = find<ISecret>(manifests, 'Secret', ref.name)
+    const keys = Object.keys({ ...secret.data, ...secret.stringData })
+    assert.ok(
+      keys.includes(ref.key) || ref.optional === true,
+      `${variable.name}: the Secret ${ref.name} has no ${ref.key}, and the reference is required`,
+    )
+    assert.equal(ref.key, variable.name, 'each variable under its own name in the Secret')
+  }
+}
+
+function assertApiPod(manifests: Manifest[]): IDeployment {
+  const deployment = find<IDeployment>(manifests, 'Deployment', 'petstore')
+  const c = container(deployment)
+  const env = environment(c)
+  // The ports the image listens on, by name.
+  assert.equal(portNumber(c, 'http'), Number(env.PORT), "the API's port, PORT")
+  assert.equal(portNumber(c, 'probes'), Number(env.PROBE_PORT), 'the probe port, PROBE_PORT')
+  assert.equal(portNumber(c, 'probes'), 8081)
+  assert.equal(portNumber(c, 'metrics'), Number(env.METRICS_PORT ?? configDefaults.METRICS_PORT))
+  assert.equal(env.PROBE_HOST, '0.0.0.0', 'kubelet probes the pod address')
+  assert.equal(env.METRICS_HOST, '0.0.0.0', 'Prometheus scrapes the pod address')
+  // The probes: on the probe port, liveness and startup on /healthz, readiness on /readyz.
+  assert.equal(probePath(c, c.startupProbe), '8081/healthz')
+  assert.equal(probePath(c, c.livenessProbe), '8081/healthz')
+  assert.equal(probePath(c, c.readinessProbe), '8081/readyz')
+  assert.equal(c.readinessProbe?.periodSeconds, 1, 'readiness asked as often as it is checked')
+  assert.ok((c.readinessProbe?.failureThreshold ?? 3) >= 3, 'a few periods before it is out')
+  assert.ok((c.livenessProbe?.timeoutSeconds ?? 1) >= 1)
+  // Liveness fails 10 s after the loop stalls; its misses must outlast a busy moment.
+  assert.ok(
+    (c.livenessProbe?.periodSeconds ?? 10) * (c.livenessProbe?.failureThreshold ?? 3) >= 20,
+    'liveness gives a stall 20 s or more before a restart',
+  )
+  // The stop: a preStop wait, then SIGTERM and the drain, within the grace period.
+  const grace = podSpec(deployment).terminationGracePeriodSeconds ?? 30
+  assert.ok(preStopSeconds(c) > 0, 'a preStop wait while the endpoint is removed')
+  assert.ok(
+    grace > preStopSeconds(c) + DRAIN_MS / 1000,
+    `terminationGracePeriodSeconds ${grace} > preStop ${preStopSeconds(c)} s + drain ${DRAIN_MS / 1000} s`,
+  )
+  assertLockedDown(deployment)
+  assert.equal(podSpec(deployment).enableServiceLinks, false, 'no <SERVICE>_PORT variables')
+  // Memory (docs/container.md, D25): V8 capped at half a limit below 512 MB.
+  const limit = bytes(c.resources?.limits?.memory)
+  const request = bytes(c.resources?.requests?.memory)
+  assert.ok(request >= 160e6 && request <= limit, 'request: the 150 MB under load, up to the limit')
+  const oldSpace = /--max-old-space-size=(\d+)/.exec(env.NODE_OPTIONS ?? '')?.[1]
+  if (limit < 512 * 2 ** 20) {
+    assert.ok(oldSpace, 'NODE_OPTIONS=--max-old-space-size under a limit below 512 MB')
+    assert.ok(Number(oldSpace) * 2 ** 20 <= limit / 2, 'at most half the limit')
+  }
+  assert.equal(c.resources?.limits?.cpu, undefined, 'no CPU limit')
+  assert.equal(c.image, `petstore:${version}`, "the project's version (package.json)")
+  assert.deepEqual(c.args, ['serve'])
+  assertSecretRefs(manifests, deployment)
+  // Every setting the pod gives literally is one the service accepts.
+  assert.doesNotThrow(() => loadConfig(environment(c)))
+  return deployment
+}
+
+function assertNetwork(manifests: Manifest[], deployment: IDeployment): void {
+  const c = container(deployment)
+  const labels = deployment.spec?.template.metadata?.labels ?? {}
+  const selects = (selector: Record<string, string> | undefined) =>
+    Object.entries(selector ?? {}).every(([key, value]) => labels[key] === value)
+  // The Service: the API's port only, to the pods.
+  const service = find<IService>(manifests, 'Service', 'petstore')
+  assert.ok(selects(service.spec?.selector), "the Service selects the Deployment's pods")
+  const servicePorts = service.spec?.ports ?? []
+  assert.deepEqual(
+    servicePorts.map((port) => portNumber(c, port.targetPort)),
+    [8080],
+    "the Service exposes the API's port and nothing else",
+  )
+  // The NetworkPolicy: the API's port from anywhere, metrics from monitoring, probes from no pod.
+  const policy = find<INetworkPolicy>(manifests, 'NetworkPolicy', 'petstore')
+  assert.ok(selects(policy.spec?.podSelector?.matchLabels), 'the policy selects the pods')
+  assert.deepEqual(policy.spec?.policyTypes, ['Ingress'])
+  const rules = policy.spec?.ingress ?? []
+  const opened = rules.map((rule) => {
+    assert.ok(rule.ports && rule.ports.length > 0, 'every rule names its ports')
+    return { from: rule.from, ports: rule.ports.map((p) => portNumber(c, p.port)) }
+  })
+  const api = opened.filter((rule) => rule.ports.includes(8080))
+  assert.deepEqual(api, [{ from: undefined, ports: [8080] }], "the API's port, from anywhere")
+  const metrics = opened.filter((rule) => rule.ports.includes(portNumber(c, 'metrics')))
+  assert.equal(metrics.length, 1)
+  assert.deepEqual(metrics[0]?.from, [
+    {
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
+      podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
+    },
+  ])
+  assert.ok(
+    opened.every((rule) => !rule.ports.includes(8081)),
+    'no rule opens the probe port: kubelet reaches it from the node',
+  )
+  assert.deepEqual(
+    opened.flatMap((rule) => rule.ports).sort(),
+    [8080, portNumber(c, 'metrics')].sort(),
+    'only the API and metrics ports',
+  )
+}
+
+describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders it', () => {
+  it('holds the Deployment, its Service, NetworkPolicy, Secret, autoscaler, budget and Job', () => {
+    assert.deepEqual(kinds(postgres), [
+      'Deployment/petstore',
+      'HorizontalPodAutoscaler/petstore',
+      'Job/petstore-migrate',
+      'NetworkPolicy/petstore',
+      'PodDisruptionBudget/petstore',
+      'Secret/petstore',
+      'Service/petstore',
+    ])
+  })
+
+  it('the pods: probes, the stop, security, memory, secrets; the Service and the policy', () => {
+    const deployment = assertApiPod(postgres)
+    assertNetwork(postgres, deployment)
+    const env = container(deployment).env ?? []
+    assert.equal(
+      env.find((v) => v.name === 'PETSTORE_MIGRATE')?.value,
+      'off',
+      'only the Job migrates',
+    )
+    const url = env.find((v) => v.name === 'DATABASE_URL')
+    assert.equal(url?.valueFrom?.secretKeyRef?.optional, undefined, 'DATABASE_URL is required')
+    assert.equal(url?.valueFrom?.secretKeyRef?.key, 'DATABASE_URL')
+  })
+
+  it('three pods or more, replaced one at a time, within PostgreSQL’s connections', () => {
+    const deployment = find<IDeployment>(postgres, 'Deployment', 'petstore')
+    // No replicas: every apply would reset the autoscaler's count to it.
+    assert.equal(deployment.spec?.replicas, undefined)
+    assert.equal(deployment.spec?.strategy?.type, 'RollingUpdate')
+    assert.equal(deployment.spec?.strategy?.rollingUpdate?.maxUnavailable, 0)
+    const surge = Number(deployment.spec?.strategy?.rollingUpdate?.maxSurge)
+    const hpa = find<IHorizontalPodAutoscaler>(postgres, 'HorizontalPodAutoscaler')
+    assert.deepEqual(hpa.spec?.scaleTargetRef, {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      name: 'petstore',
+    })
+    assert.equal(hpa.spec?.minReplicas, 3)
+    assert.equal(hpa.spec?.metrics?.[0]?.resource?.name, 'cpu')
+    const pool = Number(configDefaults.DATABASE_POOL_SIZE)
+    // max_connections 100, less 3 reserved; the Job's or a CLI command's connection besides.
+    assert.ok(((hpa.spec?.maxReplicas ?? 0) + surge) * pool + 1 <= 97, 'within max_connections')
+    const budget = find<IPodDisruptionBudget>(postgres, 'PodDisruptionBudget')
+    assert.deepEqual(budget.spec?.selector?.matchLabels, deployment.spec?.selector.matchLabels)
+    assert.equal(budget.spec?.maxUnavailable, 1)
+  })
+
+  it('the Job runs `petstore migrate` from the same image, with the same Secret', () => {
+    const job = find<IJob>(postgres, 'Job', 'petstore-migrate')
+    const deployment = find<IDeployment>(postgres, 'Deployment', 'petstore')
+    const c = container(job)
+    // The image's ENTRYPOINT is `node /app/bin/petstore.js`: args are its command.
+    assert.match(dockerfile, /^ENTRYPOINT \["node", "\/app\/bin\/petstore\.js"\]$/m)
+    assert.equal(c.command, undefined)
+    assert.deepEqual(c.args, ['migrate'])
+    assert.equal(c.image, container(deployment).image)
+    assert.equal(podSpec(job).restartPolicy, 'Never')
+    assert.ok(
+      (job.spec?.backoffLimit ?? 6) >= 1,
+      'a start that cannot reach the database is retried',
+    )
+    assert.equal(
+      c.env?.find((v) => v.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef?.key,
+      'DATABASE_URL',
+    )
+    assert.equal(
+      c.env?.find((v) => v.name === 'PETSTORE_MIGRATE'),
+      undefined,
+    )
+    assertLockedDown(job)
+    assertSecretRefs(postgres, job)
+    // The first step applies the Secret and the Job only (the kustomization's instructions).
+    const firstStep = postgres.filter((m) =>
+      ['config', 'migration'].includes(m.metadata.labels?.['app.kubernetes.io/component'] ?? ''),
+    )
+    assert.deepEqual(kinds(firstStep), ['Job/petstore-migrate', 'Secret/petstore'])
+    const instructions = readFileSync(
+      join(KUBERNETES, 'overlays', 'postgres', 'kustomization.yaml'),
+      'utf8',
+    )
+    assert.ok(instructions.includes("-l 'app.kubernetes.io/component in (config,migration)'"))
+  })
+
+  it("the Secret's placeholders are refused at start, each naming its variable", () => {
+    const secret = find<ISecret>(postgres, 'Secret', 'petstore')
+    const values = secret.stringData ?? {}
+    assert.deepEqual(Object.keys(values).sort(), ['DATABASE_URL', 'PETSTORE_API_KEYS', 'REDIS_URL'])
+    for (const [name, value] of Object.entries(values)) {
+      assert.match(value, /REPLACE ME/, `${name} is marked as a placeholder`)
+      assert.throws(
+        () => loadConfig({ DATABASE_URL: 'sqlite::memory:', [name]: value }),
+        (error: unknown) => error instanceof ConfigError && error.message.startsWith(name),
+        `${name}'s placeholder stops the start with a line naming it`,
+      )
+    }
+  })
+})
+
+describe('deploy/kubernetes, SQLite: the overlay as kubectl apply -k renders it', () => {
+  it('holds the Deployment, its Service, NetworkPolicy, Secret and volume; no autoscaler, budget or Job', () => {
+    assert.deepEqual(kinds(sqlite), [
+      'Deployment/petstore',
+      'NetworkPolicy/petstore',
+      'PersistentVolumeClaim/petstore-data',
+      'Secret/petstore',
+      'Service/petstore',
+    ])
+    // Optional keys only: the pod starts with the Secret as it is.
+    const secret = find<ISecret>(sqlite, 'Secret', 'petstore')
+    assert.deepEqual({ ...secret.data, ...secret.stringData }, {})
+  })
+
+  it('the pod: probes, the stop, security, memory, secrets; the Service and the policy', () => {
+    assertNetwork(sqlite, assertApiPod(sqlite))
+  })
+
+  it('one pod, the old one gone before the new one starts, on the volume that holds the file', () => {
+    const deployment = find<IDeployment>(sqlite, 'Deployment', 'petstore')
+    assert.equal(deployment.spec?.replicas, 1)
+    assert.equal(deployment.spec?.strategy?.type, 'Recreate')
+    const c = container(deployment)
+    const env = environment(c)
+    assert.notEqual(env.PETSTORE_MIGRATE, 'off', 'the pod migrates as it starts')
+    const database = loadConfig(env).database
+    assert.equal(database.engine, 'sqlite')
+    assert.ok(database.engine === 'sqlite')
+    const folder = dirname(database.path)
+    const mount = c.volumeMounts?.find((m) => m.mountPath === folder)
+    assert.ok(mount, `a volume at ${folder}, the DATABASE_URL's folder`)
+    assert.equal(mount.readOnly, undefined)
+    const volume = podSpec(deployment).volumes?.find((v) => v.name === mount.name)
+    const claim = find<IPersistentVolumeClaim>(
+      sqlite,
+      'PersistentVolumeClaim',
+      volume?.persistentVolumeClaim?.claimName,
+    )
+    assert.ok(
+      claim.spec?.accessModes?.every(
+        (mode) => mode === 'ReadWriteOnce' || mode === 'ReadWriteOncePod',
+      ),
+      "a disk of one node's",
+    )
+    // The volume is made writable for the image's group.
+    assert.equal(String(podSpec(deployment).securityContext?.fsGroup), imageUser?.[2])
+  })
+})
+
+describe('test/image/kustomize.ts renders as kustomize does', () => {
+  it("`images:` points the Deployment and the Job at a registry's image", () => {
+    const manifests = render(join(KUBERNETES, 'overlays', 'postgres'))
+    applyImages(manifests, [
+      { name: 'petstore', newName: 'registry.example.com/team/petstore', newTag: '1.0.1' },
+    ])
+    const images = [find<IJob>(manifests, 'Job'), find<IDeployment>(manifests, 'Deployment')].map(
+      (workload) => container(workload).image,
+    )
+    assert.deepEqual(images, [
+      'registry.example.com/team/petstore:1.0.1',
+      'registry.example.com/team/petstore:1.0.1',
+    ])
+  })
+
+  it('a JSON patch whose path is not there fails, as kustomize does', () => {
+    const document = { spec: { containers: [{ env: [] }] } }
+    applyOperation(document, { op: 'add', path: '/spec/containers/0/env/-', value: 1 }, 'test')
+    assert.deepEqual(document.spec.containers[0]?.env, [1])
+    assert.throws(
+      () => applyOperation(document, { op: 'add', path: '/spec/containers/1/env/-' }, 'test'),
+      /no item 1/,
+    )
+    assert.throws(() =>
+      applyOperation(document, { op: 'replace', path: '/spec/x', value: 1 }, 'test'),
+    )
+  })
+
+  it('reads YAML as Kubernetes does (1.1): a bare `off` is a boolean, which the schema refuses', () => {
+    const [env] = parseYaml('name: PETSTORE_MIGRATE\nvalue: off\n', 'test')
+    assert.deepEqual(env, { name: 'PETSTORE_MIGRATE', value: false })
+    const broken = structuredClone(render(join(KUBERNETES, 'overlays', 'postgres')))
+    const deployment = broken.find((m) => m.kind === 'Deployment') as Manifest
+    applyOperation(
+      deployment,
+      { op: 'add', path: '/spec/template/spec/containers/0/env/-', value: env },
+      'test',
+    )
+    assert.throws(() => validated(broken), /Deployment petstore is not valid: .*must be string/)
+  })
+})
