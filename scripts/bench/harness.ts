@@ -367,12 +367,10 @@ export function cpuSeconds(pid: number): number {
  * of the machine (`cpu`) or one core (`cpu1`), in clock ticks.
  */
 export function cpuTicks(cpu: string): { busy: number; steal: number; total: number } {
-  const line = new RegExp(`^${cpu}\\s+(.+)$`, 'm').exec(readFileSync('/proc/stat', 'utf8'))
-  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = (
-    line?.[1] ?? ''
-  )
-    .split(/\s+/)
-    .map(Number)
+  const line = new RegExp(`^${cpu}\\s+(.+)$`, 'm').exec(readFileSync('/proc/stat', 'utf8'))?.[1]
+  const ticks = (line ?? '').split(/\s+/).map(Number)
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0] = ticks
+  const steal = ticks[7] ?? 0
   const busy = user + nice + system + irq + softirq
   return { busy, steal, total: busy + steal + idle + iowait }
 }
@@ -403,13 +401,9 @@ export interface RunFigures {
 export function requireWrk(): string {
   const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/bin']
   const wrk = dirs.map((dir) => join(dir, 'wrk')).find((path) => path !== 'wrk' && existsSync(path))
-  if (wrk === undefined) {
-    process.stderr.write(
-      'npm run bench needs wrk, the C HTTP load generator: apt-get install wrk\n',
-    )
-    process.exit(1)
-  }
-  return wrk
+  if (wrk !== undefined) return wrk
+  process.stderr.write('npm run bench needs wrk, the C HTTP load generator: apt-get install wrk\n')
+  process.exit(1)
 }
 
 /** wrk's version as `wrk -v` gives it (e.g. debian/4.1.0-3+b2); -v exits 1 after printing. */
@@ -452,19 +446,12 @@ async function runWrk({ server, key, request, connections }: Load, seconds: numb
   if (line === undefined) throw new Error(`wrk ${args.join(' ')} gave no summary:\n${output}`)
   // What wrk.lua's done() prints; latencies in µs.
   return JSON.parse(line) as Record<
-    | 'requests'
-    | 'durationUs'
-    | 'connectErrors'
-    | 'readErrors'
-    | 'writeErrors'
-    | 'statusErrors'
-    | 'timeouts'
-    | 'non2xx'
-    | 'p50Us'
-    | 'p99Us',
+    WrkFigure | `${'connect' | 'read' | 'write' | 'status'}Errors`,
     number
   >
 }
+
+type WrkFigure = 'requests' | 'durationUs' | 'timeouts' | 'non2xx' | 'p50Us' | 'p99Us'
 
 /**
  * One run of wrk against one server, keep-alive connections, one request in flight each; the
@@ -533,26 +520,17 @@ const FIGURES = ['rps', 'p50', 'p99', 'rssMb', 'cpuUsPerRequest'] as const
 
 export function medianFigures(runs: RunFigures[]): RunFigures {
   const of = (name: keyof RunFigures) => median(runs.map((run) => run[name]))
-  return { ...medianRatio(of), loadCoreBusy: of('loadCoreBusy') }
+  return { ...eachFigure(of), loadCoreBusy: of('loadCoreBusy') }
 }
 
-/** Each figure's median, computed by `of`. */
-function medianRatio(of: (name: keyof Ratios) => number): Ratios {
+/** Each figure (but the load core's share), computed by `of`. */
+function eachFigure(of: (name: keyof Ratios) => number): Ratios {
   return Object.fromEntries(FIGURES.map((name) => [name, of(name)])) as Record<keyof Ratios, number>
 }
 
-/** Medians of the per-round ratios a ÷ b, over the rounds that measured both. */
-export function medianRatios<R extends string>(
-  rounds: Partial<Record<R, RunFigures>>[],
-  a: R,
-  b: R,
-): Ratios | undefined {
-  const both = rounds.flatMap((r) => {
-    const [x, y] = [r[a], r[b]]
-    return x && y ? [[x, y] as const] : []
-  })
-  if (both.length === 0) return undefined
-  return medianRatio((name) => median(both.map(([x, y]) => x[name] / y[name])))
+/** Medians of the per-round ratios a ÷ b. */
+export function medianRatios<R extends string>(rounds: Record<R, RunFigures>[], a: R, b: R) {
+  return eachFigure((name) => median(rounds.map((round) => round[a][name] / round[b][name])))
 }
 
 /**
@@ -632,7 +610,7 @@ export async function pair(
     rounds,
     service: medianFigures(rounds.map((r) => r.service)),
     baseline: medianFigures(rounds.map((r) => r.baseline)),
-    ratio: medianRatios(rounds, 'service', 'baseline') as Ratios,
+    ratio: medianRatios(rounds, 'service', 'baseline'),
   }
 }
 

@@ -26,13 +26,7 @@ import { basename, join, resolve } from 'node:path'
 import { parseArgs, promisify } from 'node:util'
 import { generateApiKey } from '../../src/contract/api-key.ts'
 import { freePort } from '../../test/helpers/free-port.ts'
-import {
-  byConcern,
-  chargedToCallers,
-  differenceTable,
-  selfCosts,
-  shortName,
-} from './callgrind-functions.ts'
+import * as callgrind from './callgrind-functions.ts'
 import {
   type Database,
   envSettings,
@@ -54,59 +48,50 @@ export const usage = `[--only get,list20,create,createKeyed] [--checkout <dir>]�
 const CONNECTIONS = 10
 
 function parse(argv: string[]) {
+  const text = { type: 'string' } as const
+  const many = { type: 'string', multiple: true, default: [] as string[] } as const
+  const flag = { type: 'boolean', default: false } as const
   const options = {
-    only: { type: 'string', default: 'get,list20,create,createKeyed' },
-    checkout: { type: 'string', multiple: true, default: [] as string[] },
-    ref: { type: 'string', multiple: true, default: [] as string[] },
-    requests: { type: 'string', default: '2000' },
-    warmup: { type: 'string', default: '20000' },
-    env: { type: 'string', multiple: true, default: [] as string[] },
-    'by-function': { type: 'boolean', default: false },
-    'cache-sim': { type: 'boolean', default: false },
-    postgres: { type: 'boolean', default: false },
-    pets: { type: 'string' },
-    keep: { type: 'string' },
-  } as const
-  return parseArgs({ args: argv, options }).values
+    only: { ...text, default: 'get,list20,create,createKeyed' },
+    requests: { ...text, default: '2000' },
+    warmup: { ...text, default: '20000' },
+    ...{ checkout: many, ref: many, env: many, pets: text, keep: text },
+    ...{ 'by-function': flag, 'cache-sim': flag, postgres: flag },
+  }
+  const { values } = parseArgs({ args: argv, options })
+  return { ...values, pets: Number(values.pets ?? (values.postgres ? 100_000 : 1_000_000)) }
 }
 
 type Options = ReturnType<typeof parse>
-
-const petsOf = (args: Options) => Number(args.pets ?? (args.postgres ? 100_000 : 1_000_000))
 
 /** A server to count: the service of a checkout, or a reference script. */
 interface Subject {
   label: string
   /** The node script and its arguments, after the node flags. */
-  script(db: string): string[]
-  env(database: Database): Record<string, string>
+  script: (db: string) => string[]
+  env: (database: Database) => Record<string, string>
   readyPath: string
 }
 
 function service(checkout: string, key: string, extraEnv: Record<string, string>): Subject {
+  // Load shedding on, so that its hook runs, at 60 s: never shedding, though valgrind slows the
+  // process ~50×.
+  const settings = { PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '60000', ...extraEnv }
   return {
     label: checkout === ROOT ? 'this checkout' : basename(checkout),
     script: () => [join(checkout, 'bin/petstore.js'), 'serve'],
-    // Load shedding on, so that its hook runs, at 60 s: never shedding, though valgrind slows the
-    // process ~50×. --max-semi-space-size is given to valgrind's node below.
-    env: (database) =>
-      serviceEnv(key, database, { PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '60000', ...extraEnv }),
+    env: (database) => serviceEnv(key, database, settings),
     readyPath: '/readyz',
   }
 }
 
 function reference(name: string, key: string): Subject {
+  // same-bytes-postgres.ts: the service's pool, straight to the server, pg, plain creates.
+  const env = { DATABASE_POOL_SIZE: String(POOL_SIZE), DATABASE_POOLER: 'none', BENCH_DRIVER: 'pg' }
   return {
     label: name,
     script: (db) => [join(ROOT, `scripts/bench/${name}.ts`), db],
-    env: () => ({
-      BENCH_AUTHORIZATION: `Bearer ${key}`,
-      // same-bytes-postgres.ts: the service's pool, straight to the server, pg, plain creates.
-      DATABASE_POOL_SIZE: String(POOL_SIZE),
-      DATABASE_POOLER: 'none',
-      BENCH_DRIVER: 'pg',
-      BENCH_KEYED: 'ignored',
-    }),
+    env: () => ({ BENCH_AUTHORIZATION: `Bearer ${key}`, ...env, BENCH_KEYED: 'ignored' }),
     readyPath: '/',
   }
 }
@@ -130,99 +115,88 @@ async function send(url: string, key: string, operation: Operation, count: numbe
   return failed
 }
 
-const run = promisify(execFile)
-
 interface Count {
   perRequest: number
-  /** --by-function: instructions by function over all the counted requests (callgrind-functions.ts). */
+  /** --by-function: instructions by function over the counted requests, self and charged. */
   self?: Map<string, number>
   charged?: Map<string, number>
 }
 
-/** Instructions per request of one operation on one server. */
-async function count(
-  args: Options,
-  key: string,
-  subject: Subject,
-  operation: Operation,
-  postgresUrl: string | undefined,
-): Promise<Count> {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-instructions-'))
+/** valgrind's arguments, then node's, for one server (--by-function: V8's perf map too). */
+function valgrindArgs(args: Options, out: string, dir: string, script: string[]): string[] {
   const byFunction = args['by-function']
-  const db =
-    postgresUrl ??
-    (await seededCopy(petsOf(args), `instructions-${process.pid}-${operation.id}-${subject.label}`))
+  return [
+    ...['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`],
+    ...(byFunction ? ['--dump-instr=yes', '--compress-strings=no', '--compress-pos=no'] : []),
+    ...(args['cache-sim'] ? ['--cache-sim=yes'] : []),
+    process.execPath,
+    // Given here, so that bin/petstore.js does not re-execute itself with it, out of valgrind.
+    '--max-semi-space-size=4',
+    // /tmp/perf-<pid>.map: V8's generated code by address (no code compaction with it). Its log
+    // of code events too, kept out of the working directory.
+    ...(byFunction
+      ? ['--perf-basic-prof', '--interpreted-frames-native-stack', '--no-logfile-per-isolate']
+      : []),
+    ...(byFunction ? [`--logfile=${join(dir, 'v8.log')}`] : []),
+    ...script,
+  ]
+}
+
+/** Instructions per request of one operation on one server. */
+async function count(args: Options, key: string, job: Job, postgresUrl?: string): Promise<Count> {
+  const { subject, operation } = job
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-instructions-'))
+  const name = `instructions-${process.pid}-${operation.id}-${subject.label}`
+  const db = postgresUrl ?? (await seededCopy(args.pets, name))
   const port = await freePort()
   const out = join(dir, 'callgrind.out')
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS })
   // valgrind and callgrind_control find each other by a name made of USER and HOST.
   const pipeEnv = { USER: 'petstore', HOST: '127.0.0.1' }
   const database = postgresUrl ? { url: postgresUrl, poolSize: POOL_SIZE } : { sqlite: db }
-  const child = spawn(
-    'valgrind',
-    [
-      '--tool=callgrind',
-      '--instr-atstart=no',
-      `--callgrind-out-file=${out}`,
-      ...(byFunction ? ['--dump-instr=yes', '--compress-strings=no', '--compress-pos=no'] : []),
-      ...(args['cache-sim'] ? ['--cache-sim=yes'] : []),
-      process.execPath,
-      // Given here, so that bin/petstore.js does not re-execute itself with it, out of valgrind.
-      '--max-semi-space-size=4',
-      // /tmp/perf-<pid>.map: V8's generated code by address (no code compaction with it).
-      // Its log of code events too, kept out of the working directory.
-      ...(byFunction
-        ? [
-            '--perf-basic-prof',
-            '--interpreted-frames-native-stack',
-            '--no-logfile-per-isolate',
-            `--logfile=${join(dir, 'v8.log')}`,
-          ]
-        : []),
-      ...subject.script(db),
-    ],
-    {
-      env: {
-        PATH: process.env.PATH ?? '',
-        DATABASE_URL: postgresUrl ?? `sqlite:${db}`,
-        PORT: String(port),
-        ...subject.env(database),
-        ...pipeEnv,
-      },
-      stdio: 'ignore',
-    },
-  )
+  const env = {
+    ...{ PATH: process.env.PATH ?? '', DATABASE_URL: postgresUrl ?? `sqlite:${db}` },
+    ...{ PORT: String(port), ...subject.env(database), ...pipeEnv },
+  }
+  const child = spawn('valgrind', valgrindArgs(args, out, dir, subject.script(db)), {
+    env,
+    stdio: 'ignore',
+  })
+  const perfMap = `/tmp/perf-${child.pid}.map`
   try {
     const url = `http://127.0.0.1:${port}`
     await waitUntilReady(url + subject.readyPath, child, 300_000, () => subject.label)
     const warmupFailed = await send(url, key, operation, Number(args.warmup), agent)
     const control = (flag: string) =>
-      run('callgrind_control', [flag, String(child.pid)], { env: { ...process.env, ...pipeEnv } })
+      promisify(execFile)('callgrind_control', [flag, String(child.pid)], {
+        env: { ...process.env, ...pipeEnv },
+      })
     await control('--instr=on')
-    const failed = await send(url, key, operation, Number(args.requests), agent)
+    const requests = Number(args.requests)
+    const failed = await send(url, key, operation, requests, agent)
     await control('--dump')
     if (failed + warmupFailed > 0) throw new Error(`${failed + warmupFailed} answers were not 2xx`)
     if (args.keep !== undefined) {
       const to = join(args.keep, `${operation.id}-${basename(subject.label)}`)
       copyFileSync(`${out}.1`, `${to}.callgrind`)
-      if (byFunction) copyFileSync(`/tmp/perf-${child.pid}.map`, `${to}.perf-map`)
+      if (args['by-function']) copyFileSync(perfMap, `${to}.perf-map`)
     }
-    if (byFunction) {
-      const { costs, callers, total } = await selfCosts(`${out}.1`, `/tmp/perf-${child.pid}.map`)
+    if (args['by-function']) {
+      const { costs, callers, total } = await callgrind.selfCosts(`${out}.1`, perfMap)
       const attributed = [...costs.values()].reduce((a, b) => a + b, 0)
       if (attributed !== total) throw new Error(`functions add up to ${attributed}, not ${total}`)
-      const charged = chargedToCallers(costs, callers)
-      return { perRequest: total / Number(args.requests), self: costs, charged }
+      const charged = callgrind.chargedToCallers(costs, callers)
+      return { perRequest: total / requests, self: costs, charged }
     }
     const summary = /^summary: (\d+)$/m.exec(readFileSync(`${out}.1`, 'utf8'))
     if (summary === null) throw new Error('callgrind wrote no summary')
-    return { perRequest: Number(summary[1]) / Number(args.requests) }
+    return { perRequest: Number(summary[1]) / requests }
   } finally {
     agent.destroy()
     child.kill('SIGKILL')
     await once(child, 'exit')
     rmSync(dir, { recursive: true, force: true })
-    rmSync(`/tmp/perf-${child.pid}.map`, { force: true })
+    rmSync(perfMap, { force: true })
     if (postgresUrl === undefined) removeDatabase(db)
   }
 }
@@ -233,48 +207,39 @@ interface Job {
 }
 
 /** Every job counted, two at a time, one per core: the counts do not depend on what else runs. */
-async function countAll(
-  args: Options,
-  key: string,
-  jobs: Job[],
-  postgresUrl?: string,
-): Promise<Map<Job, Count>> {
+async function countAll(args: Options, key: string, jobs: Job[], postgresUrl?: string) {
   const results = new Map<Job, Count>()
   const queue = [...jobs]
-  await Promise.all(
-    [0, 1].map(async () => {
-      for (let job = queue.shift(); job !== undefined; job = queue.shift()) {
-        const result = await count(args, key, job.subject, job.operation, postgresUrl)
-        results.set(job, result)
-        const line = `${job.operation.id}, ${job.subject.label}: ${Math.round(result.perRequest)}`
-        process.stderr.write(`${line}\n`)
-      }
-    }),
-  )
+  const worker = async () => {
+    for (let job = queue.shift(); job !== undefined; job = queue.shift()) {
+      const result = await count(args, key, job, postgresUrl)
+      results.set(job, result)
+      const line = `${job.operation.id}, ${job.subject.label}: ${Math.round(result.perRequest)}`
+      process.stderr.write(`${line}\n`)
+    }
+  }
+  await Promise.all([worker(), worker()])
   return results
 }
 
 /** --by-function: each service against the first reference, by concern and by function. */
-function byFunctionTables(
-  jobs: Job[],
-  results: Map<Job, Count>,
-  services: number,
-  firstReference: Subject | undefined,
-  requests: number,
-): void {
+function byFunctionTables(jobs: Job[], results: Map<Job, Count>, references: Subject[], n: number) {
+  const [reference] = references
+  const counts = { service: n, reference: n }
+  if (reference === undefined) return
   for (const id of new Set(jobs.map((job) => job.operation.id))) {
     const ofId = jobs.filter((job) => job.operation.id === id)
-    const reference = ofId.find((job) => job.subject === firstReference)
-    const theirs = reference && results.get(reference)
-    for (const job of ofId.slice(0, services)) {
+    const theirs = results.get(ofId.find((job) => job.subject === reference) as Job)
+    for (const job of ofId) {
       const ours = results.get(job)
-      if (!ours?.self || !ours.charged || !theirs?.self || !theirs.charged) continue
-      const vs = `${id}: ${job.subject.label} against ${reference?.subject.label}`
-      const counts = { service: requests, reference: requests }
-      const table = (title: string, a: Map<string, number>, b: Map<string, number>, top = 60) =>
-        process.stdout.write(
-          `\n### ${vs}, ${title}\n\n${differenceTable(a, b, counts, top, title, shortName)}`,
-        )
+      if (references.includes(job.subject) || !ours?.self || !ours.charged) continue
+      if (!theirs?.self || !theirs.charged) continue
+      const table = (title: string, a: Map<string, number>, b: Map<string, number>, top = 60) => {
+        const rows = callgrind.differenceTable(a, b, counts, top, title, callgrind.shortName)
+        const vs = `${id}: ${job.subject.label} against ${reference.label}`
+        process.stdout.write(`\n### ${vs}, ${title}\n\n${rows}`)
+      }
+      const { byConcern } = callgrind
       table('by concern, self', byConcern(ours.self), byConcern(theirs.self))
       table('by concern, charged', byConcern(ours.charged), byConcern(theirs.charged))
       table('by function, charged', ours.charged, theirs.charged, 40)
@@ -284,19 +249,20 @@ function byFunctionTables(
 
 export async function main(argv: string[]): Promise<void> {
   const args = parse(argv)
-  const pets = petsOf(args)
   const key = generateApiKey('production')
   const extraEnv = envSettings(args.env)
-  const services = [ROOT, ...args.checkout.map((dir) => resolve(dir))]
+  const references = args.ref.map((name) => reference(name, key))
   const subjects = [
-    ...services.map((dir) => service(dir, key, extraEnv)),
-    ...args.ref.map((name) => reference(name, key)),
+    ...[ROOT, ...args.checkout.map((dir) => resolve(dir))].map((dir) =>
+      service(dir, key, extraEnv),
+    ),
+    ...references,
   ]
-  const jobs = selectOperations(pets, args.only).flatMap((operation) =>
+  const jobs = selectOperations(args.pets, args.only).flatMap((operation) =>
     subjects.map((subject) => ({ operation, subject })),
   )
   const results = args.postgres
-    ? await withSeededDatabase('petstore_instructions', pets, (url) =>
+    ? await withSeededDatabase('petstore_instructions', args.pets, (url) =>
         countAll(args, key, jobs, url),
       )
     : await countAll(args, key, jobs)
@@ -305,8 +271,5 @@ export async function main(argv: string[]): Promise<void> {
     const perRequest = Math.round(results.get(job)?.perRequest ?? Number.NaN).toLocaleString('en')
     process.stdout.write(`| ${job.operation.id} | ${job.subject.label} | ${perRequest} |\n`)
   }
-  if (args['by-function']) {
-    const firstReference = subjects[services.length]
-    byFunctionTables(jobs, results, services.length, firstReference, Number(args.requests))
-  }
+  if (args['by-function']) byFunctionTables(jobs, results, references, Number(args.requests))
 }

@@ -1,5 +1,5 @@
-// `npm run bench -- probe-flood`: probes under a flood (D20). Does an orchestrator's probe still get its answer in time while a
-// flood holds the API's event loop? One process and `--workers 2`, side by side in one run.
+// `npm run bench -- probe-flood`: probes under a flood (D20). Does an orchestrator's probe still
+// get its answer in time while a flood holds the API's event loop? One process and `--workers 2`.
 //
 // Each variant is `bin/petstore.js serve` as an operator runs it (LOG_LEVEL=warn, no rate limit,
 // a key in PETSTORE_API_KEYS, PROBE_PORT set, PETSTORE_MAX_CONNECTIONS above the flood) on a copy
@@ -35,65 +35,42 @@ export const usage = `[--seconds 8] [--connections 2000] | --aimed
       /healthz on PROBE_PORT and on the API's port while a flood holds the API (one process,
       then --workers 2); --aimed: a keep-alive flood aimed at PROBE_PORT itself`
 
-const PETS = 1_000
 const PATH = '/v1/pets?limit=100'
-const PROBE_INTERVAL_MS = 100
-const PROBE_TIMEOUT_MS = 5_000
+const PROBE = { intervalMs: 100, timeoutMs: 5_000 }
 const AIMED = { connections: 600, intervalMs: 3_000, seconds: 20, peers: 20 }
 
-interface ProbeFigures {
-  count: number
-  p50: number
-  p99: number
-  max: number
-  failed: number
-}
-
-/** A child process's whole stdout, once it has exited. */
-async function outputOf(child: ReturnType<typeof spawn>): Promise<string> {
+/** What a command (a process of its own, beside the load) prints, once it has exited. */
+async function outputOf(file: string, args: (string | number)[]): Promise<string> {
+  const child = spawn(file, args.map(String), { stdio: ['ignore', 'pipe', 'inherit'] })
   let out = ''
-  child.stdout?.on('data', (chunk) => {
+  child.stdout.on('data', (chunk) => {
     out += chunk
   })
   await once(child, 'exit')
   return out
 }
 
-/** One prober process (probe.ts): GET `url` every `intervalMs` on a new connection. */
-async function probe(
-  url: string,
-  seconds: number,
-  { intervalMs = PROBE_INTERVAL_MS, timeoutMs = PROBE_TIMEOUT_MS } = {},
-): Promise<ProbeFigures> {
+/** A prober (probe.ts): GET `url` every `intervalMs` on a new connection; its figures in ms. */
+async function probe(url: string, seconds: number, { intervalMs, timeoutMs } = PROBE) {
   const script = join(ROOT, 'scripts/bench/probe.ts')
-  const child = spawn(
-    process.execPath,
-    [script, url, String(seconds), String(intervalMs), String(timeoutMs)],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  )
-  const { probes } = JSON.parse(await outputOf(child)) as { probes: [number, number | null][] }
+  const output = await outputOf(process.execPath, [script, url, seconds, intervalMs, timeoutMs])
+  const { probes } = JSON.parse(output) as { probes: [number, number | null][] }
   const answered = probes.map(([, ms]) => ms).filter((ms): ms is number => ms !== null)
+  const [p50, p99] = [percentile(answered, 50), percentile(answered, 99)]
   return {
     count: probes.length,
-    p50: percentile(answered, 50),
-    p99: percentile(answered, 99),
+    p50,
+    p99,
     max: Math.max(...answered),
     failed: probes.length - answered.length,
   }
 }
 
-/** wrk's flood: answers per second and non-2xx answers, from its summary. */
+/** wrk's flood of listPets `limit=100`: answers per second and non-2xx answers. */
 async function flood(url: string, key: string, connections: number, seconds: number) {
-  const child = spawn(
-    requireWrk(),
-    ['-t2', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s'].concat([
-      '-H',
-      `Authorization: Bearer ${key}`,
-      url + PATH,
-    ]),
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  )
-  const out = await outputOf(child)
+  const auth = `Authorization: Bearer ${key}`
+  const args = ['-t2', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-H', auth]
+  const out = await outputOf(requireWrk(), [...args, url + PATH])
   return {
     perSecond: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? Number.NaN),
     non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
@@ -101,31 +78,22 @@ async function flood(url: string, key: string, connections: number, seconds: num
 }
 
 /**
- * `serve` on a fresh seed of 1,000 pets with PROBE_PORT set, metrics off; `work` is given the
- * server and its probe URL, and the server is stopped after it.
+ * `serve` on a fresh seed of 1,000 pets with PROBE_PORT set, metrics off, and `settings`; `work`
+ * is given the server and its probe URL, and the server is stopped after it.
  */
 async function withServer<T>(
   name: string,
-  serveArgs: readonly string[],
   key: string,
-  settings: Record<string, string>,
+  settings: { serveArgs?: readonly string[]; env?: Record<string, string> },
   work: (server: ServerProcess, probeUrl: string) => Promise<T>,
 ): Promise<T> {
   const probePort = 20_000 + Math.floor(Math.random() * 20_000)
-  const dbPath = join(BENCH_DIR, `probe-flood-${name.replace(/\W+/g, '-')}.db`)
-  removeDatabase(dbPath)
-  await seed(PETS, dbPath)
-  const env = serviceEnv(
-    key,
-    { sqlite: dbPath },
-    {
-      PROBE_PORT: String(probePort),
-      METRICS_PORT: 'off',
-      LOG_LEVEL: 'warn',
-      ...settings,
-    },
-  )
-  const serve = [join(ROOT, 'bin/petstore.js'), 'serve', ...serveArgs]
+  const db = join(BENCH_DIR, `probe-flood-${name.replace(/\W+/g, '-')}.db`)
+  removeDatabase(db)
+  await seed(1_000, db)
+  const own = { PROBE_PORT: String(probePort), METRICS_PORT: 'off', LOG_LEVEL: 'warn' }
+  const env = serviceEnv(key, { sqlite: db }, { ...own, ...settings.env })
+  const serve = [join(ROOT, 'bin/petstore.js'), 'serve', ...(settings.serveArgs ?? [])]
   const server = await startServer(name, serve, env, '/healthz')
   try {
     return await work(server, `http://127.0.0.1:${probePort}/healthz`)
@@ -134,40 +102,34 @@ async function withServer<T>(
   }
 }
 
-const ms = (value: number) => (Number.isFinite(value) ? `${Math.round(value)}` : '—')
-const row = (port: string, f: ProbeFigures) =>
-  `| ${port} | ${f.count} | ${ms(f.p50)} | ${ms(f.p99)} | ${ms(f.max)} | ${f.failed} |`
+/** The head of a table of probes, and its row for one prober's figures. */
 const TABLE_HEAD = [
   '| /healthz on | probes | p50 ms | p99 ms | max ms | failed |',
   '| --- | ---: | ---: | ---: | ---: | ---: |',
 ]
+function row(port: string, f: Awaited<ReturnType<typeof probe>>): string {
+  const ms = (value: number) => (Number.isFinite(value) ? `${Math.round(value)}` : '—')
+  return `| ${port} | ${f.count} | ${ms(f.p50)} | ${ms(f.p99)} | ${ms(f.max)} | ${f.failed} |`
+}
 
 /** The flood aimed at the probe port (--aimed), from keep-alive-flood.ts's other addresses. */
 async function aimed(key: string): Promise<string[]> {
   log('600 keep-alive connections aimed at PROBE_PORT for 20 s…')
-  const { probes, figures } = await withServer('aimed', [], key, {}, async (_, probeUrl) => {
-    const { port } = new URL(probeUrl)
-    const peers = Array.from({ length: AIMED.peers }, (_, i) => `127.0.0.${i + 2}`).join(',')
-    const floodArgs = [port, '/healthz', String(AIMED.connections), String(AIMED.intervalMs)]
-    const flooding = outputOf(
-      spawn(
-        process.execPath,
-        [join(ROOT, 'scripts/bench/keep-alive-flood.ts'), '127.0.0.1', ...floodArgs].concat([
-          String(AIMED.seconds + 1.5),
-          peers,
-        ]),
-        { stdio: ['ignore', 'pipe', 'inherit'] },
-      ),
-    )
+  const { connections, intervalMs, seconds, peers } = AIMED
+  const { probes, figures } = await withServer('aimed', key, {}, async (_, probeUrl) => {
+    const addresses = Array.from({ length: peers }, (_, i) => `127.0.0.${i + 2}`).join(',')
+    const script = join(ROOT, 'scripts/bench/keep-alive-flood.ts')
+    const target = ['127.0.0.1', new URL(probeUrl).port, '/healthz']
+    const how = [connections, intervalMs, seconds + 1.5, addresses]
+    const flooding = outputOf(process.execPath, [script, ...target, ...how])
     await new Promise((resolve) => setTimeout(resolve, 1_000))
-    const options = { intervalMs: 500, timeoutMs: 1_000 }
-    const probes = await probe(probeUrl, AIMED.seconds, options)
+    const probes = await probe(probeUrl, seconds, { intervalMs: 500, timeoutMs: 1_000 })
     const figures = JSON.parse(await flooding) as { sent: number; answers: number; opened: number }
     return { probes, figures }
   })
   const count = (n: number) => n.toLocaleString('en')
   return [
-    `A flood aimed at PROBE_PORT: ${AIMED.connections} keep-alive connections from ${AIMED.peers} addresses, each sending GET /healthz every ${AIMED.intervalMs / 1000} s and opened again when closed, for ${AIMED.seconds} s; /healthz every 500 ms on a new connection, 1 s timeout.`,
+    `A flood aimed at PROBE_PORT: ${connections} keep-alive connections from ${peers} addresses, each sending GET /healthz every ${intervalMs / 1000} s and opened again when closed, for ${seconds} s; /healthz every 500 ms on a new connection, 1 s timeout.`,
     '',
     `The flood sent ${count(figures.sent)} requests, read ${count(figures.answers)} answers and opened ${count(figures.opened)} connections.`,
     '',
@@ -180,10 +142,10 @@ async function aimed(key: string): Promise<string[]> {
 /** The flood on the API's port, one process and then --workers 2. */
 async function onApi(key: string, connections: number, seconds: number): Promise<string[]> {
   const lines = [
-    `Probes under a flood: ${connections} keep-alive connections of GET ${PATH} for ${seconds} s (wrk), /healthz every ${PROBE_INTERVAL_MS} ms on a new connection, ${PROBE_TIMEOUT_MS / 1000} s timeout.`,
+    `Probes under a flood: ${connections} keep-alive connections of GET ${PATH} for ${seconds} s (wrk), /healthz every ${PROBE.intervalMs} ms on a new connection, ${PROBE.timeoutMs / 1000} s timeout.`,
     '',
   ]
-  const settings = { PETSTORE_MAX_CONNECTIONS: String(connections * 2 + 1000) }
+  const env = { PETSTORE_MAX_CONNECTIONS: String(connections * 2 + 1000) }
   for (const [name, serveArgs] of [
     ['one process', []],
     ['--workers 2', ['--workers', '2']],
@@ -191,9 +153,8 @@ async function onApi(key: string, connections: number, seconds: number): Promise
     log(`${name}: ${connections} connections of listPets limit=100 for ${seconds} s…`)
     const [onProbePort, onApiPort, load] = await withServer(
       name,
-      serveArgs,
       key,
-      settings,
+      { serveArgs, env },
       (server, probeUrl) =>
         Promise.all([
           probe(probeUrl, seconds),
@@ -201,27 +162,20 @@ async function onApi(key: string, connections: number, seconds: number): Promise
           flood(server.url, key, connections, seconds),
         ]),
     )
-    lines.push(
-      `**${name}**: the flood got ${Math.round(load.perSecond).toLocaleString('en')} answers/s, ${load.non2xx} not 2xx.`,
-      '',
-      ...TABLE_HEAD,
-      row('PROBE_PORT', onProbePort),
-      row('the API port', onApiPort),
-      '',
-    )
+    const answers = Math.round(load.perSecond).toLocaleString('en')
+    lines.push(`**${name}**: the flood got ${answers} answers/s, ${load.non2xx} not 2xx.`, '')
+    lines.push(...TABLE_HEAD, row('PROBE_PORT', onProbePort), row('the API port', onApiPort), '')
   }
   return lines
 }
 
 export async function main(argv: string[]): Promise<void> {
-  const { values: args } = parseArgs({
-    args: argv,
-    options: {
-      connections: { type: 'string', default: '2000' },
-      seconds: { type: 'string', default: '8' },
-      aimed: { type: 'boolean', default: false },
-    },
-  })
+  const options = {
+    connections: { type: 'string', default: '2000' },
+    seconds: { type: 'string', default: '8' },
+    aimed: { type: 'boolean', default: false },
+  } as const
+  const { values: args } = parseArgs({ args: argv, options })
   mkdirSync(BENCH_DIR, { recursive: true })
   const key = generateApiKey('production')
   const lines = args.aimed
