@@ -15,19 +15,7 @@ import { execFileSync } from 'node:child_process'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { generateApiKey } from '../../src/contract/api-key.ts'
-import {
-  type Database,
-  envSettings,
-  log,
-  pair,
-  pinSelf,
-  ROOT,
-  requireWrk,
-  selectOperations,
-  serviceEnv,
-  startService,
-  stopAll,
-} from './harness.ts'
+import * as harness from './harness.ts'
 import { POOL_SIZE } from './postgres.ts'
 import { seededCopy } from './seed.ts'
 
@@ -37,70 +25,64 @@ export const usage = `--base <other checkout> [--only list20,list100,get,create]
       this checkout against another, side by side`
 
 export async function main(argv: string[]): Promise<void> {
-  const { values: args } = parseArgs({
-    args: argv,
-    options: {
-      base: { type: 'string' },
-      only: { type: 'string', default: 'list20,list100,get,create' },
-      rounds: { type: 'string', default: '3' },
-      seconds: { type: 'string', default: '3' },
-      connections: { type: 'string', default: '50' },
-      pets: { type: 'string', default: '1000000' },
-      'node-flags': { type: 'string', default: '' },
-      env: { type: 'string', multiple: true, default: [] },
-      database: { type: 'string' },
-      'base-node': { type: 'string' },
-    },
-  })
+  const text = (value?: string) => ({ type: 'string', default: value }) as const
+  const options = {
+    ...{ base: text(), only: text('list20,list100,get,create'), rounds: text('3') },
+    ...{ seconds: text('3'), connections: text('50'), pets: text('1000000') },
+    ...{ 'node-flags': text(''), database: text(), 'base-node': text() },
+    env: { type: 'string', multiple: true, default: [] as string[] },
+  } as const
+  const { values: args } = parseArgs({ args: argv, options })
   if (args.base === undefined) throw new Error(`usage: npm run bench -- ab ${usage}`)
   const base = resolve(args.base)
   const pets = Number(args.pets)
   const key = generateApiKey('production')
-  const database = async (name: string): Promise<Database> =>
+  const database = async (name: string): Promise<harness.Database> =>
     args.database === undefined
       ? { sqlite: await seededCopy(pets, `ab-${name}`) }
       : { url: args.database, poolSize: POOL_SIZE }
   // Load shedding on (its hook runs for every request, as shipped), with a threshold that a busy
   // shared machine does not reach: a shed request would void the round.
   const shedding = { PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '5000' }
-  requireWrk()
+  harness.requireWrk()
   const baseNode = args['base-node'] === undefined ? undefined : resolve(args['base-node'])
-  const baseEnv = serviceEnv(key, await database('base'), shedding)
-  const thisEnv = serviceEnv(key, await database('this'), { ...shedding, ...envSettings(args.env) })
-  pinSelf()
-  const baseline = await startService('base', baseEnv, { checkout: base, node: baseNode })
+  const baseEnv = harness.serviceEnv(key, await database('base'), shedding)
+  const thisEnv = harness.serviceEnv(key, await database('this'), {
+    ...shedding,
+    ...harness.envSettings(args.env),
+  })
+  harness.pinSelf()
+  const baseline = await harness.startService('base', baseEnv, { checkout: base, node: baseNode })
   const running = [baseline]
   try {
-    const nodeArgs = args['node-flags'].split(' ').filter((flag) => flag !== '')
-    const candidate = await startService('this', thisEnv, { nodeArgs })
+    const nodeArgs = (args['node-flags'] ?? '').split(' ').filter((flag) => flag !== '')
+    const candidate = await harness.startService('this', thisEnv, { nodeArgs })
     running.push(candidate)
-    const baseVersion = execFileSync(baseNode ?? process.execPath, ['--version'], {
-      encoding: 'utf8',
-    })
-    log(
-      `base: ${base} on Node.js ${baseVersion.trim()}; this: ${ROOT} on Node.js ${process.version}`,
+    const version = execFileSync(baseNode ?? process.execPath, ['--version'], { encoding: 'utf8' })
+    harness.log(
+      `base: ${base} on Node.js ${version.trim()}; this: ${harness.ROOT} on Node.js ${process.version}`,
     )
-    const settings = {
-      rounds: Number(args.rounds),
-      seconds: Number(args.seconds),
-      warmupSeconds: 2,
-      key,
-    }
-    for (const operation of selectOperations(pets, args.only)) {
-      const { id } = operation
-      const result = await pair(settings, operation, Number(args.connections), candidate, baseline)
-      const { service: b, baseline: a } = result
-      const perRound = result.rounds.map(
-        (r) => `${r.baseline.cpuUsPerRequest.toFixed(0)}/${r.service.cpuUsPerRequest.toFixed(0)}`,
+    const settings = { rounds: Number(args.rounds), seconds: Number(args.seconds), key }
+    for (const operation of harness.selectOperations(pets, args.only)) {
+      const connections = Number(args.connections)
+      const result = await harness.pair(
+        { ...settings, warmupSeconds: 2 },
+        operation,
+        connections,
+        candidate,
+        baseline,
       )
-      log(`${id}: CPU µs/req per round, base/this: ${perRound.join(' ')}`)
-      log(
-        `${id}: CPU µs/req base ${a.cpuUsPerRequest.toFixed(1)} → this ${b.cpuUsPerRequest.toFixed(1)}; ` +
-          `req/s ${Math.round(a.rps)} → ${Math.round(b.rps)} (${result.ratio.rps.toFixed(2)}×); ` +
-          `p99 ${a.p99.toFixed(2)} → ${b.p99.toFixed(2)} ms; RSS ${a.rssMb.toFixed(0)} → ${b.rssMb.toFixed(0)} MB`,
-      )
+      const { service: b, baseline: a, ratio } = result
+      const cpu = (f: harness.RunFigures) => f.cpuUsPerRequest.toFixed(0)
+      const perRound = result.rounds.map((r) => `${cpu(r.baseline)}/${cpu(r.service)}`)
+      harness.log(`${operation.id}: CPU µs/req per round, base/this: ${perRound.join(' ')}`)
+      const rss = `RSS ${a.rssMb.toFixed(0)} → ${b.rssMb.toFixed(0)} MB`
+      const p99 = `p99 ${a.p99.toFixed(2)} → ${b.p99.toFixed(2)} ms`
+      const rps = `req/s ${Math.round(a.rps)} → ${Math.round(b.rps)} (${ratio.rps.toFixed(2)}×)`
+      const cpus = `CPU µs/req base ${a.cpuUsPerRequest.toFixed(1)} → this ${b.cpuUsPerRequest.toFixed(1)}`
+      harness.log(`${operation.id}: ${cpus}; ${rps}; ${p99}; ${rss}`)
     }
   } finally {
-    await stopAll(running)
+    await harness.stopAll(running)
   }
 }

@@ -15,7 +15,7 @@ import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import { KEEP_ALIVE_TIMEOUT_MS } from '../../src/http/http-server.ts'
 import { requestId } from '../../src/http/plugins/request-id.ts'
 import { GroupCommit, openDurable, petReads } from './same-bytes.ts'
-import { GET_PET_HEADERS, newPetOf, OPERATION_HEADERS } from './same-bytes-http.ts'
+import { GET_PET_HEADERS, newPetOf, OPERATION_HEADERS, UNAUTHORIZED } from './same-bytes-http.ts'
 
 const authorization = process.env.BENCH_AUTHORIZATION
 const db = openDurable(process.argv[2] ?? '')
@@ -36,9 +36,7 @@ function headed(
 /** False, and the 401 sent, when the request does not carry the expected key. */
 function authorized(request: FastifyRequest, reply: FastifyReply): boolean {
   if (request.headers.authorization === authorization) return true
-  headed(request, reply, OPERATION_HEADERS)
-    .code(401)
-    .send('{"code":"unauthorized","message":"no","status":401}')
+  headed(request, reply, OPERATION_HEADERS).code(401).send(UNAUTHORIZED)
   return false
 }
 

@@ -5,11 +5,8 @@
 // does. A scenario adds only what it compares and how it reports it.
 //
 // wrk and not a Node.js load generator, so that the load generator is never in question: it is
-// what an outside measurement uses, and it has room to spare. Against the ceiling (a raw
-// node:http server answering precomputed bytes, the fastest server measured) autocannon kept its
-// core 86–94% busy, wrk 70–73%; both saturated the server's core (95–99%) and measured the same
-// req/s within the noise (docs/benchmarks.md, "Load"). Each run records the load core's busy
-// share, so a report shows that the load generator was not the limit.
+// what an outside measurement uses, and it has room to spare (docs/benchmarks.md, "Load"). Each
+// run records how busy the load core was, so a report shows the load generator was not the limit.
 import { type ChildProcess, execFile, execFileSync, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -34,11 +31,7 @@ export interface Request {
   idempotencyKey?: boolean
 }
 
-export interface Operation {
-  id: string
-  label: string
-  request: Request
-}
+export type Operation = { id: string; label: string; request: Request }
 
 /**
  * The operations a scenario can measure, by the names --only takes (in its order; all without
@@ -48,9 +41,8 @@ export function selectOperations(pets: number, only: string | undefined): Operat
   const deepAfter = pets - pets / 10
   const get = (path: string): Request => ({ method: 'GET', path })
   const body = JSON.stringify({ name: 'Benchmark Bella', categoryId: 42, status: 'available' })
-  const create = (idempotencyKey: boolean): Request => {
-    return { method: 'POST', path: '/v1/pets', body, idempotencyKey }
-  }
+  const create = (idempotencyKey: boolean) =>
+    ({ method: 'POST', path: '/v1/pets', body, idempotencyKey }) as const
   const all: [string, string, Request][] = [
     ['list20', 'listPets `limit=20`', get('/v1/pets?limit=20')],
     ['list100', 'listPets `limit=100`', get('/v1/pets?limit=100')],
@@ -73,13 +65,10 @@ export function selectOperations(pets: number, only: string | undefined): Operat
 }
 
 /** The settings of the main run, SQLite and PostgreSQL alike (run.ts makes them). */
-export interface RunSettings {
+export type RunSettings = RoundSettings & {
   mode: 'quick' | 'full'
   pets: number
   smallPets: number
-  rounds: number
-  seconds: number
-  warmupSeconds: number
   connections: number[]
   /** --only's operations, or undefined for all. */
   only: string | undefined
@@ -87,7 +76,6 @@ export interface RunSettings {
   profile: boolean
   /** `<outBase>.md` gets the sections, `<outBase>.json` and `<outBase>-postgres.json` figures. */
   outBase: string
-  key: string
 }
 
 /** --env NAME=VALUE settings, as an environment. */
@@ -113,12 +101,7 @@ export function pinSelf(): void {
   if (pinning) execFileSync(TASKSET, ['-a', '-cp', pinning.load, String(process.pid)])
 }
 
-export interface ServerProcess {
-  name: string
-  url: string
-  pid: number
-  stop(): Promise<void>
-}
+export type ServerProcess = { name: string; url: string; pid: number; stop(): Promise<void> }
 
 /** Waits until `url` answers below 500; fails once `child` exits or after `timeoutMs`. */
 export async function waitUntilReady(
@@ -254,11 +237,7 @@ export const stopAll = (servers: readonly ServerProcess[]) =>
 
 // --- a reference's answers checked against the service's -----------------------------------------
 
-export interface Answer {
-  status: number
-  body: string
-  headers: Headers
-}
+type Answer = { status: number; body: string; headers: Headers }
 
 /** Checks get a new Idempotency-Key each, never a replay. */
 let checkKeys = 0
@@ -412,12 +391,7 @@ export function wrkVersion(): string {
   return /^wrk (\S+)/.exec(stdout)?.[1] ?? 'unknown'
 }
 
-interface Load {
-  server: ServerProcess
-  key: string
-  request: Request
-  connections: number
-}
+type Load = { server: ServerProcess; key: string; request: Request; connections: number }
 
 /** wrk, one thread pinned to the load core, its request and summary from wrk.lua. */
 async function runWrk({ server, key, request, connections }: Load, seconds: number) {
@@ -491,12 +465,7 @@ async function measure(load: Load, seconds: number): Promise<RunFigures> {
 
 // --- alternating rounds --------------------------------------------------------------------------
 
-export interface RoundSettings {
-  rounds: number
-  seconds: number
-  warmupSeconds: number
-  key: string
-}
+export type RoundSettings = { rounds: number; seconds: number; warmupSeconds: number; key: string }
 
 export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b)

@@ -1,22 +1,19 @@
 // `npm run bench -- instructions`: instructions per request, a server run under valgrind's
 // callgrind, which counts what the process executes in user space (not the kernel's work for its
 // sockets and fsyncs). Where two runs of the same code differ by 10–15% in CPU time on a shared
-// virtual machine, the count repeats within ~2%, so a change worth 2–3% of a request can be seen,
-// and taken back to see what it bought. It says nothing of waiting (locks, fsync, the network):
-// pair it with the main run for throughput and latency.
+// virtual machine, the count repeats within ~2%, so a change worth 2–3% of a request can be seen.
+// It says nothing of waiting (locks, fsync, the network): pair it with the main run.
 //
 // Each server runs on its own copy of the seed, started with instrumentation off, warmed up
 // (20,000 requests: after 3,000, V8 was still compiling, and half of a getPet's count was its
 // compilers and lower tiers), counted over --requests requests on the warm-up's 10 keep-alive
 // connections (one request in flight each), then stopped; two servers at a time, one per core.
-// --checkout: another checkout's service too (e.g. the commit before a change). --ref: a
-// reference of scripts/bench. --env: a setting for every service measured. --by-function: where
-// the instructions go (callgrind-functions.ts), each service against the first --ref: by concern
-// (self, and with V8's builtins and runtime charged to their callers) and by function (charged),
-// rows adding up to the total; --cache-sim adds callgrind's cache simulation (the counts are the
-// same). --postgres: on a new database of --pets pets on the test server, pool size 10, straight
-// to the server (the reference is then same-bytes-postgres). --keep <dir>: callgrind's files and
-// perf maps kept there, for callgrind_annotate.
+// --checkout: another checkout's service too. --ref: a reference of scripts/bench. --by-function:
+// where the instructions go (callgrind-functions.ts), each service against the first --ref, by
+// concern (self, and with V8's builtins and runtime charged to their callers) and by function,
+// rows adding up to the total. --postgres: on a new database of --pets pets on the test server,
+// pool size 10, straight to the server (the reference is then same-bytes-postgres). --keep <dir>:
+// callgrind's files and perf maps kept there, for callgrind_annotate.
 import { execFile, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -27,16 +24,7 @@ import { parseArgs, promisify } from 'node:util'
 import { generateApiKey } from '../../src/contract/api-key.ts'
 import { freePort } from '../../test/helpers/free-port.ts'
 import * as callgrind from './callgrind-functions.ts'
-import {
-  type Database,
-  envSettings,
-  fetchAnswer,
-  type Operation,
-  ROOT,
-  selectOperations,
-  serviceEnv,
-  waitUntilReady,
-} from './harness.ts'
+import * as harness from './harness.ts'
 import { POOL_SIZE, withSeededDatabase } from './postgres.ts'
 import { removeDatabase, seededCopy } from './seed.ts'
 
@@ -69,7 +57,7 @@ interface Subject {
   label: string
   /** The node script and its arguments, after the node flags. */
   script: (db: string) => string[]
-  env: (database: Database) => Record<string, string>
+  env: (database: harness.Database) => Record<string, string>
   readyPath: string
 }
 
@@ -78,9 +66,9 @@ function service(checkout: string, key: string, extraEnv: Record<string, string>
   // process ~50×.
   const settings = { PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '60000', ...extraEnv }
   return {
-    label: checkout === ROOT ? 'this checkout' : basename(checkout),
+    label: checkout === harness.ROOT ? 'this checkout' : basename(checkout),
     script: () => [join(checkout, 'bin/petstore.js'), 'serve'],
-    env: (database) => serviceEnv(key, database, settings),
+    env: (database) => harness.serviceEnv(key, database, settings),
     readyPath: '/readyz',
   }
 }
@@ -90,7 +78,7 @@ function reference(name: string, key: string): Subject {
   const env = { DATABASE_POOL_SIZE: String(POOL_SIZE), DATABASE_POOLER: 'none', BENCH_DRIVER: 'pg' }
   return {
     label: name,
-    script: (db) => [join(ROOT, `scripts/bench/${name}.ts`), db],
+    script: (db) => [join(harness.ROOT, `scripts/bench/${name}.ts`), db],
     env: () => ({ BENCH_AUTHORIZATION: `Bearer ${key}`, ...env, BENCH_KEYED: 'ignored' }),
     readyPath: '/',
   }
@@ -101,13 +89,19 @@ function reference(name: string, key: string): Subject {
  * for the warm-up and the count, so that no connection opens or closes while counting); the
  * number answered other than 2xx.
  */
-async function send(url: string, key: string, operation: Operation, count: number, agent: Agent) {
+async function send(
+  url: string,
+  key: string,
+  operation: harness.Operation,
+  count: number,
+  agent: Agent,
+) {
   let sent = 0
   let failed = 0
   const one = async (): Promise<void> => {
     while (sent < count) {
       sent++
-      const { status } = await fetchAnswer(key, url, operation.request, agent)
+      const { status } = await harness.fetchAnswer(key, url, operation.request, agent)
       if (status < 200 || status >= 300) failed++
     }
   }
@@ -165,7 +159,7 @@ async function count(args: Options, key: string, job: Job, postgresUrl?: string)
   const perfMap = `/tmp/perf-${child.pid}.map`
   try {
     const url = `http://127.0.0.1:${port}`
-    await waitUntilReady(url + subject.readyPath, child, 300_000, () => subject.label)
+    await harness.waitUntilReady(url + subject.readyPath, child, 300_000, () => subject.label)
     const warmupFailed = await send(url, key, operation, Number(args.warmup), agent)
     const control = (flag: string) =>
       promisify(execFile)('callgrind_control', [flag, String(child.pid)], {
@@ -201,10 +195,7 @@ async function count(args: Options, key: string, job: Job, postgresUrl?: string)
   }
 }
 
-interface Job {
-  operation: Operation
-  subject: Subject
-}
+type Job = { operation: harness.Operation; subject: Subject }
 
 /** Every job counted, two at a time, one per core: the counts do not depend on what else runs. */
 async function countAll(args: Options, key: string, jobs: Job[], postgresUrl?: string) {
@@ -250,17 +241,17 @@ function byFunctionTables(jobs: Job[], results: Map<Job, Count>, references: Sub
 export async function main(argv: string[]): Promise<void> {
   const args = parse(argv)
   const key = generateApiKey('production')
-  const extraEnv = envSettings(args.env)
+  const extraEnv = harness.envSettings(args.env)
   const references = args.ref.map((name) => reference(name, key))
   const subjects = [
-    ...[ROOT, ...args.checkout.map((dir) => resolve(dir))].map((dir) =>
+    ...[harness.ROOT, ...args.checkout.map((dir) => resolve(dir))].map((dir) =>
       service(dir, key, extraEnv),
     ),
     ...references,
   ]
-  const jobs = selectOperations(args.pets, args.only).flatMap((operation) =>
-    subjects.map((subject) => ({ operation, subject })),
-  )
+  const jobs = harness
+    .selectOperations(args.pets, args.only)
+    .flatMap((operation) => subjects.map((subject) => ({ operation, subject })))
   const results = args.postgres
     ? await withSeededDatabase('petstore_instructions', args.pets, (url) =>
         countAll(args, key, jobs, url),

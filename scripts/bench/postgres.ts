@@ -7,8 +7,7 @@
 // with no service in it), and for the keyed create, the same bytes running the service's keyed
 // statement (BENCH_KEYED=statement) beside the service and beside the same bytes' plain create
 // (what the statement itself costs); and the drivers: postgres.js and pg's pipeline mode beside
-// pg's pool. Writes its own section of docs/benchmarks.md (markers bench-postgres:begin/end) and
-// docs/benchmarks-postgres.json; the SQLite section is left as it is.
+// pg's pool. Writes its own section of docs/benchmarks.md (bench-postgres) and its JSON.
 //
 // PostgreSQL is the test server (PETSTORE_TEST_POSTGRES_URL or 127.0.0.1:5432, trust auth) and
 // PgBouncer a private instance (test/helpers/pgbouncer.ts). Where either is absent the run is
@@ -22,30 +21,8 @@ import {
   pgbouncerBinary,
   startPgBouncer,
 } from '../../test/helpers/pgbouncer.ts'
-import {
-  ADMIN_URL,
-  onDatabase,
-  POSTGRES_REQUIRED,
-  postgresReachable,
-  unreachableLine,
-} from '../../test/helpers/postgres.ts'
-import {
-  int,
-  keeper,
-  log,
-  ms,
-  type Operation,
-  type PairResult,
-  pair,
-  type RunSettings,
-  type ServerProcess,
-  selectOperations,
-  serviceEnv,
-  startReference,
-  startService,
-  stopAll,
-  writeReport,
-} from './harness.ts'
+import * as testServer from '../../test/helpers/postgres.ts'
+import * as harness from './harness.ts'
 
 /** DATABASE_POOL_SIZE of each service, and PgBouncer's default_pool_size: the same ten server
  * connections either way, so the ratio is the pooler's hop and nothing else. */
@@ -59,7 +36,7 @@ async function seed(url: string, count: number): Promise<void> {
   const store = openPostgresStore({ url, poolSize: 1 })
   await store.migrate()
   await store.close()
-  await onDatabase(url, async (client) => {
+  await testServer.onDatabase(url, async (client) => {
     await client.query(
       `INSERT INTO pets (name, category_id, status)
        SELECT (ARRAY['Rex','Bella','Milo','Luna','Oscar','Coco','Simba','Nala','Bruno','Kiwi'])[i % 10 + 1]
@@ -80,80 +57,74 @@ export async function withSeededDatabase<T>(
   work: (url: string) => Promise<T>,
 ): Promise<T> {
   const name = `${prefix}_${randomBytes(6).toString('hex')}`
-  await onDatabase(ADMIN_URL, (client) => client.query(`CREATE DATABASE ${name}`))
-  const url = new URL(ADMIN_URL)
+  await testServer.onDatabase(testServer.ADMIN_URL, (client) =>
+    client.query(`CREATE DATABASE ${name}`),
+  )
+  const url = new URL(testServer.ADMIN_URL)
   url.pathname = `/${name}`
   try {
-    log(`PostgreSQL: seeding ${pets.toLocaleString('en')} pets into ${name}…`)
+    harness.log(`PostgreSQL: seeding ${pets.toLocaleString('en')} pets into ${name}…`)
     await seed(url.toString(), pets)
     return await work(url.toString())
   } finally {
-    await onDatabase(ADMIN_URL, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+    await testServer.onDatabase(testServer.ADMIN_URL, (c) =>
+      c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+    )
   }
 }
 
-/** Whether this run can happen; prints the one line, or throws where CI requires it. */
+/** Whether this run can happen; prints the one line why not, or throws where CI requires it. */
 async function available(): Promise<boolean> {
-  if (!(await postgresReachable())) {
-    if (POSTGRES_REQUIRED) throw new Error(`${unreachableLine()}, but PETSTORE_REQUIRE_POSTGRES=1`)
-    log(`${unreachableLine()}: no PostgreSQL run`)
-    return false
-  }
-  if (pgbouncerBinary() === undefined) {
-    if (PGBOUNCER_REQUIRED) throw new Error(`${absentLine()}, but PETSTORE_REQUIRE_PGBOUNCER=1`)
-    log(`${absentLine()}: no PostgreSQL run`)
-    return false
-  }
-  return true
+  const [missing, required, variable] = !(await testServer.postgresReachable())
+    ? [testServer.unreachableLine(), testServer.POSTGRES_REQUIRED, 'PETSTORE_REQUIRE_POSTGRES']
+    : pgbouncerBinary() === undefined
+      ? [absentLine(), PGBOUNCER_REQUIRED, 'PETSTORE_REQUIRE_PGBOUNCER']
+      : []
+  if (missing === undefined) return true
+  if (required) throw new Error(`${missing}, but ${variable}=1`)
+  harness.log(`${missing}: no PostgreSQL run`)
+  return false
 }
 
-const keyedOnly = (operations: Operation[]) => operations.filter((o) => o.request.idempotencyKey)
+const keyedOnly = (operations: harness.Operation[]) =>
+  operations.filter((o) => o.request.idempotencyKey)
 
 type Path = 'direct' | 'pgbouncer'
-type ByPath = Record<Path, PairResult[]>
+type ByPath = Record<Path, harness.PairResult[]>
 
 /** The servers on one path: the service and the same bytes in each of their variants. */
 interface OnPath {
-  service: ServerProcess
+  service: harness.ServerProcess
   /** On pg's pool, as the service. */
-  same: ServerProcess
-  postgresJs: ServerProcess
-  pipelined: ServerProcess
+  same: harness.ServerProcess
+  postgresJs: harness.ServerProcess
+  pipelined: harness.ServerProcess
   /** Running the service's keyed statement (only when the keyed create is measured). */
-  keyed: ServerProcess | undefined
+  keyed: harness.ServerProcess | undefined
 }
 
 /** The pairs measured on each path, by their names in the report, in the order measured. */
-const PAIRS_BY_PATH: [
-  keyof Omit<PostgresReport, 'keyed'> | 'keyedService' | 'keyedStatement',
-  string,
-  (on: OnPath) => (ServerProcess | undefined)[],
-][] = [
+const PAIRS_BY_PATH: [string, string, (on: OnPath) => (harness.ServerProcess | undefined)[]][] = [
   ['sameBytes', 'the service vs same bytes', (s) => [s.service, s.same]],
   ['drivers', 'same bytes on postgres.js vs on pg', (s) => [s.postgresJs, s.same]],
   ['pipeline', "same bytes on pg's pipeline mode vs its pool", (s) => [s.pipelined, s.same]],
-  [
-    'keyedService',
-    'the service vs same bytes running the keyed statement',
-    (s) => [s.service, s.keyed],
-  ],
-  [
-    'keyedStatement',
-    "same bytes running the keyed statement vs same bytes' plain create",
-    (s) => [s.keyed, s.same],
-  ],
+  ['keyedService', 'the service vs same bytes, keyed statement', (s) => [s.service, s.keyed]],
+  ['keyedStatement', 'same bytes, keyed statement vs plain create', (s) => [s.keyed, s.same]],
 ]
 
 interface PostgresReport {
   date: string
   durationSeconds: number
   versions: { postgres: string; pgbouncer: string }
-  settings: Pick<RunSettings, 'pets' | 'rounds' | 'seconds' | 'warmupSeconds' | 'connections'> & {
+  settings: Pick<
+    harness.RunSettings,
+    'pets' | 'rounds' | 'seconds' | 'warmupSeconds' | 'connections'
+  > & {
     quick: boolean
     poolSize: number
   }
   /** Through PgBouncer ÷ direct. */
-  pairs: PairResult[]
+  pairs: harness.PairResult[]
   /** The service ÷ same bytes, direct and through PgBouncer. */
   sameBytes: ByPath
   /** Same bytes with postgres.js ÷ with pg (the service's driver), direct and through PgBouncer. */
@@ -161,7 +132,7 @@ interface PostgresReport {
   /** Same bytes with pg's pipeline mode ÷ with its pool, direct and through PgBouncer. */
   pipeline: ByPath
   /** Same bytes through PgBouncer ÷ same bytes direct: the pooler's hop without the service. */
-  poolerReference: PairResult[]
+  poolerReference: harness.PairResult[]
   /** The keyed create only: the service ÷ the same bytes running its keyed statement, and that
    * ÷ the same bytes' plain create, direct and through PgBouncer. */
   keyed: { service: ByPath; statement: ByPath }
@@ -171,20 +142,20 @@ interface PostgresReport {
 async function startPath(
   path: Path,
   url: string,
-  settings: RunSettings,
-  operations: Operation[],
-  keep: ReturnType<typeof keeper>,
+  settings: harness.RunSettings,
+  operations: harness.Operation[],
+  keep: ReturnType<typeof harness.keeper>,
 ): Promise<OnPath> {
   const pooler = path === 'direct' ? 'none' : 'transaction'
   // D16's load shedding off: PostgreSQL shares the two cores, and on a busy machine one shed 503
   // voids a whole round. D19: behind a transaction-mode pooler as an operator runs it there.
   const settled = { PETSTORE_MAX_EVENT_LOOP_DELAY_MS: '0', DATABASE_POOLER: pooler }
-  const env = serviceEnv(settings.key, { url, poolSize: POOL_SIZE }, settled)
-  const service = await keep(startService(path, env))
+  const env = harness.serviceEnv(settings.key, { url, poolSize: POOL_SIZE }, settled)
+  const service = await keep(harness.startService(path, env))
   const same = (name: string, driver: string, keyed = false) => {
     const checked = keyed ? keyedOnly(operations) : operations
     return keep(
-      startReference(
+      harness.startReference(
         `same bytes ${name}${path}`,
         'same-bytes-postgres.ts',
         url,
@@ -207,22 +178,22 @@ async function startPath(
 
 /** Every pair of the run: PgBouncer against direct, then each of PAIRS_BY_PATH on both paths. */
 async function measurePairs(
-  settings: RunSettings,
-  operations: Operation[],
+  settings: harness.RunSettings,
+  operations: harness.Operation[],
   on: Record<Path, OnPath>,
 ): Promise<Omit<PostgresReport, 'date' | 'durationSeconds' | 'versions' | 'settings'>> {
   const measure = async (
     title: string,
-    servers: (ServerProcess | undefined)[],
+    servers: (harness.ServerProcess | undefined)[],
     ops = operations,
   ) => {
-    const results: PairResult[] = []
+    const results: harness.PairResult[] = []
     const [service, baseline] = servers
     if (service === undefined || baseline === undefined) return results
     for (const operation of ops) {
-      log(`PostgreSQL, ${title}: ${operation.label}`)
+      harness.log(`PostgreSQL, ${title}: ${operation.label}`)
       for (const connections of settings.connections) {
-        results.push(await pair(settings, operation, connections, service, baseline))
+        results.push(await harness.pair(settings, operation, connections, service, baseline))
       }
     }
     return results
@@ -253,22 +224,24 @@ async function measurePairs(
 
 async function versions(bouncer: PgBouncer): Promise<PostgresReport['versions']> {
   const first = async (url: string, sql: string) =>
-    onDatabase(url, async (c) => String(Object.values((await c.query(sql)).rows[0] ?? {})[0]))
+    testServer.onDatabase(url, async (c) =>
+      String(Object.values((await c.query(sql)).rows[0] ?? {})[0]),
+    )
   return {
-    postgres: await first(ADMIN_URL, 'SHOW server_version'),
+    postgres: await first(testServer.ADMIN_URL, 'SHOW server_version'),
     pgbouncer: await first(bouncer.urlFor('pgbouncer'), 'SHOW VERSION'),
   }
 }
 
-export async function benchPostgres(settings: RunSettings): Promise<void> {
-  const operations = selectOperations(settings.pets, settings.only).filter((o) =>
-    MEASURED.includes(o.id),
-  )
+export async function benchPostgres(settings: harness.RunSettings): Promise<void> {
+  const operations = harness
+    .selectOperations(settings.pets, settings.only)
+    .filter((o) => MEASURED.includes(o.id))
   if (operations.length === 0 || !(await available())) return
   const startedAt = new Date()
   await withSeededDatabase('petstore_bench', settings.pets, async (url) => {
-    const running: ServerProcess[] = []
-    const keep = keeper(running)
+    const running: harness.ServerProcess[] = []
+    const keep = harness.keeper(running)
     const bouncer = await startPgBouncer({ poolSize: POOL_SIZE })
     try {
       const on = {
@@ -287,9 +260,9 @@ export async function benchPostgres(settings: RunSettings): Promise<void> {
         },
         ...measured,
       }
-      writeReport(settings.outBase, 'bench-postgres', report, renderPostgres(report))
+      harness.writeReport(settings.outBase, 'bench-postgres', report, renderPostgres(report))
     } finally {
-      await stopAll(running)
+      await harness.stopAll(running)
       await bouncer.stop()
     }
   })
@@ -300,7 +273,7 @@ function renderPostgres(report: PostgresReport): string {
   const lines = [
     `Run of ${report.date.slice(0, 16).replace('T', ' ')} UTC (${settings.quick ? 'quick' : 'full'}, ${report.durationSeconds} s): PostgreSQL ${versions.postgres.split(' ')[0]} and ${versions.pgbouncer}.`,
     '',
-    `${int(settings.pets)} pets in one PostgreSQL database; two instances of the service (\`DATABASE_POOL_SIZE=${settings.poolSize}\`) on it, one straight to PostgreSQL, one through PgBouncer in transaction mode (\`default_pool_size = ${settings.poolSize}\`); ${settings.rounds} alternating rounds of ${settings.seconds} s per figure after ${settings.warmupSeconds} s of warm-up on each side. The ratio is the median of the per-round ratios through PgBouncer ÷ direct. PostgreSQL and PgBouncer are not pinned: they share both cores with the service and the load generator; load shedding is off in both services, so that a busy machine cannot void a round.`,
+    `${harness.int(settings.pets)} pets in one PostgreSQL database; two instances of the service (\`DATABASE_POOL_SIZE=${settings.poolSize}\`) on it, one straight to PostgreSQL, one through PgBouncer in transaction mode (\`default_pool_size = ${settings.poolSize}\`); ${settings.rounds} alternating rounds of ${settings.seconds} s per figure after ${settings.warmupSeconds} s of warm-up on each side. The ratio is the median of the per-round ratios through PgBouncer ÷ direct. PostgreSQL and PgBouncer are not pinned: they share both cores with the service and the load generator; load shedding is off in both services, so that a busy machine cannot void a round.`,
     '',
     '| Operation | Conn. | req/s direct | req/s PgBouncer | **ratio** | p50 ms direct (PgBouncer) | p99 ms direct (PgBouncer) | CPU µs/req service direct (PgBouncer) | **same bytes: PgBouncer ÷ direct** |',
     '|---|--:|--:|--:|--:|--:|--:|--:|--:|',
@@ -310,7 +283,7 @@ function renderPostgres(report: PostgresReport): string {
       (r) => r.scenario === p.scenario && r.connections === p.connections,
     )
     lines.push(
-      `| ${p.label} | ${p.connections} | ${int(p.baseline.rps)} | ${int(p.service.rps)} | **${p.ratio.rps.toFixed(2)}×** | ${ms(p.baseline.p50)} (${ms(p.service.p50)}) | ${ms(p.baseline.p99)} (${ms(p.service.p99)}) | ${p.baseline.cpuUsPerRequest.toFixed(1)} (${p.service.cpuUsPerRequest.toFixed(1)}) | ${reference === undefined ? '–' : `**${reference.ratio.rps.toFixed(2)}×**`} |`,
+      `| ${p.label} | ${p.connections} | ${harness.int(p.baseline.rps)} | ${harness.int(p.service.rps)} | **${p.ratio.rps.toFixed(2)}×** | ${harness.ms(p.baseline.p50)} (${harness.ms(p.service.p50)}) | ${harness.ms(p.baseline.p99)} (${harness.ms(p.service.p99)}) | ${p.baseline.cpuUsPerRequest.toFixed(1)} (${p.service.cpuUsPerRequest.toFixed(1)}) | ${reference === undefined ? '–' : `**${reference.ratio.rps.toFixed(2)}×**`} |`,
     )
   }
   lines.push(
@@ -351,16 +324,17 @@ function directAndPooled(paired: ByPath, a: string, b: string): string[] {
     `| Operation | Conn. | req/s ${a} direct | req/s ${b} direct | **${a} ÷ ${b}, direct** | req/s ${a} PgBouncer | req/s ${b} PgBouncer | **${a} ÷ ${b}, PgBouncer** | CPU µs/req direct: ${a} (${b}) | CPU µs/req PgBouncer: ${a} (${b}) | CPU ${a} ÷ ${b}, direct (PgBouncer) | p99 ms direct: ${a} (${b}) | RSS MB direct: ${a} (${b}) |`,
     '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
   ]
-  const cpu = (p: PairResult) =>
+  const cpu = (p: harness.PairResult) =>
     `${p.service.cpuUsPerRequest.toFixed(1)} (${p.baseline.cpuUsPerRequest.toFixed(1)})`
-  const cpuRatio = (d: PairResult, p: PairResult) =>
+  const cpuRatio = (d: harness.PairResult, p: harness.PairResult) =>
     `${d.ratio.cpuUsPerRequest.toFixed(2)}× (${p.ratio.cpuUsPerRequest.toFixed(2)}×)`
-  const rss = (p: PairResult) => `${p.service.rssMb.toFixed(0)} (${p.baseline.rssMb.toFixed(0)})`
+  const rss = (p: harness.PairResult) =>
+    `${p.service.rssMb.toFixed(0)} (${p.baseline.rssMb.toFixed(0)})`
   paired.direct.forEach((d, i) => {
     const p = paired.pgbouncer[i]
     if (p === undefined) return
     rows.push(
-      `| ${d.label} | ${d.connections} | ${int(d.service.rps)} | ${int(d.baseline.rps)} | **${d.ratio.rps.toFixed(2)}×** | ${int(p.service.rps)} | ${int(p.baseline.rps)} | **${p.ratio.rps.toFixed(2)}×** | ${cpu(d)} | ${cpu(p)} | ${cpuRatio(d, p)} | ${ms(d.service.p99)} (${ms(d.baseline.p99)}) | ${rss(d)} |`,
+      `| ${d.label} | ${d.connections} | ${harness.int(d.service.rps)} | ${harness.int(d.baseline.rps)} | **${d.ratio.rps.toFixed(2)}×** | ${harness.int(p.service.rps)} | ${harness.int(p.baseline.rps)} | **${p.ratio.rps.toFixed(2)}×** | ${cpu(d)} | ${cpu(p)} | ${cpuRatio(d, p)} | ${harness.ms(d.service.p99)} (${harness.ms(d.baseline.p99)}) | ${rss(d)} |`,
     )
   })
   return rows

@@ -19,16 +19,7 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { generateApiKey } from '../../src/contract/api-key.ts'
-import {
-  BENCH_DIR,
-  log,
-  percentile,
-  ROOT,
-  requireWrk,
-  type ServerProcess,
-  serviceEnv,
-  startServer,
-} from './harness.ts'
+import * as harness from './harness.ts'
 import { removeDatabase, seed } from './seed.ts'
 
 export const usage = `[--seconds 8] [--connections 2000] | --aimed
@@ -52,11 +43,11 @@ async function outputOf(file: string, args: (string | number)[]): Promise<string
 
 /** A prober (probe.ts): GET `url` every `intervalMs` on a new connection; its figures in ms. */
 async function probe(url: string, seconds: number, { intervalMs, timeoutMs } = PROBE) {
-  const script = join(ROOT, 'scripts/bench/probe.ts')
+  const script = join(harness.ROOT, 'scripts/bench/probe.ts')
   const output = await outputOf(process.execPath, [script, url, seconds, intervalMs, timeoutMs])
   const { probes } = JSON.parse(output) as { probes: [number, number | null][] }
   const answered = probes.map(([, ms]) => ms).filter((ms): ms is number => ms !== null)
-  const [p50, p99] = [percentile(answered, 50), percentile(answered, 99)]
+  const [p50, p99] = [harness.percentile(answered, 50), harness.percentile(answered, 99)]
   return {
     count: probes.length,
     p50,
@@ -70,7 +61,7 @@ async function probe(url: string, seconds: number, { intervalMs, timeoutMs } = P
 async function flood(url: string, key: string, connections: number, seconds: number) {
   const auth = `Authorization: Bearer ${key}`
   const args = ['-t2', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-H', auth]
-  const out = await outputOf(requireWrk(), [...args, url + PATH])
+  const out = await outputOf(harness.requireWrk(), [...args, url + PATH])
   return {
     perSecond: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? Number.NaN),
     non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
@@ -85,16 +76,16 @@ async function withServer<T>(
   name: string,
   key: string,
   settings: { serveArgs?: readonly string[]; env?: Record<string, string> },
-  work: (server: ServerProcess, probeUrl: string) => Promise<T>,
+  work: (server: harness.ServerProcess, probeUrl: string) => Promise<T>,
 ): Promise<T> {
   const probePort = 20_000 + Math.floor(Math.random() * 20_000)
-  const db = join(BENCH_DIR, `probe-flood-${name.replace(/\W+/g, '-')}.db`)
+  const db = join(harness.BENCH_DIR, `probe-flood-${name.replace(/\W+/g, '-')}.db`)
   removeDatabase(db)
   await seed(1_000, db)
   const own = { PROBE_PORT: String(probePort), METRICS_PORT: 'off', LOG_LEVEL: 'warn' }
-  const env = serviceEnv(key, { sqlite: db }, { ...own, ...settings.env })
-  const serve = [join(ROOT, 'bin/petstore.js'), 'serve', ...(settings.serveArgs ?? [])]
-  const server = await startServer(name, serve, env, '/healthz')
+  const env = harness.serviceEnv(key, { sqlite: db }, { ...own, ...settings.env })
+  const serve = [join(harness.ROOT, 'bin/petstore.js'), 'serve', ...(settings.serveArgs ?? [])]
+  const server = await harness.startServer(name, serve, env, '/healthz')
   try {
     return await work(server, `http://127.0.0.1:${probePort}/healthz`)
   } finally {
@@ -114,11 +105,11 @@ function row(port: string, f: Awaited<ReturnType<typeof probe>>): string {
 
 /** The flood aimed at the probe port (--aimed), from keep-alive-flood.ts's other addresses. */
 async function aimed(key: string): Promise<string[]> {
-  log('600 keep-alive connections aimed at PROBE_PORT for 20 s…')
+  harness.log('600 keep-alive connections aimed at PROBE_PORT for 20 s…')
   const { connections, intervalMs, seconds, peers } = AIMED
   const { probes, figures } = await withServer('aimed', key, {}, async (_, probeUrl) => {
     const addresses = Array.from({ length: peers }, (_, i) => `127.0.0.${i + 2}`).join(',')
-    const script = join(ROOT, 'scripts/bench/keep-alive-flood.ts')
+    const script = join(harness.ROOT, 'scripts/bench/keep-alive-flood.ts')
     const target = ['127.0.0.1', new URL(probeUrl).port, '/healthz']
     const how = [connections, intervalMs, seconds + 1.5, addresses]
     const flooding = outputOf(process.execPath, [script, ...target, ...how])
@@ -150,7 +141,7 @@ async function onApi(key: string, connections: number, seconds: number): Promise
     ['one process', []],
     ['--workers 2', ['--workers', '2']],
   ] as const) {
-    log(`${name}: ${connections} connections of listPets limit=100 for ${seconds} s…`)
+    harness.log(`${name}: ${connections} connections of listPets limit=100 for ${seconds} s…`)
     const [onProbePort, onApiPort, load] = await withServer(
       name,
       key,
@@ -176,12 +167,15 @@ export async function main(argv: string[]): Promise<void> {
     aimed: { type: 'boolean', default: false },
   } as const
   const { values: args } = parseArgs({ args: argv, options })
-  mkdirSync(BENCH_DIR, { recursive: true })
+  mkdirSync(harness.BENCH_DIR, { recursive: true })
   const key = generateApiKey('production')
   const lines = args.aimed
     ? await aimed(key)
     : await onApi(key, Number(args.connections), Number(args.seconds))
   const report = lines.join('\n')
-  writeFileSync(join(BENCH_DIR, args.aimed ? 'probe-flood-aimed.md' : 'probe-flood.md'), report)
-  log(report)
+  writeFileSync(
+    join(harness.BENCH_DIR, args.aimed ? 'probe-flood-aimed.md' : 'probe-flood.md'),
+    report,
+  )
+  harness.log(report)
 }

@@ -1,15 +1,12 @@
-// The HTTP side of the references that send the same bytes as the service (same-bytes.ts on
-// SQLite, same-bytes-postgres.ts on PostgreSQL; fastify-floor.ts takes its headers, body check and
-// pages from here): a raw node:http server that answers the three operations with the service's
-// own response headers on every answer, from the service's own definitions (the security headers,
-// `Cache-Control: no-store`, the JSON type, getPet's deprecation notice), a fresh X-Request-Id made
-// as the service makes it, a Content-Length, and the service's keep-alive timeout. The body of a
-// create is parsed with JSON.parse and its fields' types checked, no more; an Idempotency-Key is
-// passed to the engine as sent, which does the service's database work for it (the claim its
-// route makes, claimOf) or ignores it. No logging, metrics, rate limit or load shedding. Each
-// engine gives its reads and its durable create as callbacks, so that a synchronous engine answers
-// in the same turn, as SQLite's does. The harness checks every status, body and header name and
-// value against the service's answers on each run.
+// The HTTP side of the references that send the same bytes as the service (same-bytes.ts,
+// same-bytes-postgres.ts; fastify-floor.ts takes its headers, body check and pages from here): a
+// raw node:http server answering the three operations with the service's own response headers,
+// from the service's own definitions, a fresh X-Request-Id made as the service makes it, a
+// Content-Length and the service's keep-alive timeout. A create's body is parsed with JSON.parse
+// and its fields' types checked, no more; an Idempotency-Key goes to the engine as sent, which does
+// the service's database work for it (claimOf) or ignores it. No logging, metrics, rate limit or
+// load shedding. Each engine answers by callbacks, so that a synchronous one (SQLite) answers in
+// the same turn. The harness checks every status, body and header against the service's.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { IDEMPOTENCY_TTL_DEFAULT_SECONDS, LIST_LIMIT } from '../../src/contract/limits.ts'
 import type { NewPet, Pet, PetStatus } from '../../src/contract/schemas.ts'
@@ -61,27 +58,11 @@ export function claimOf(pet: NewPet, key: string): IdempotencyClaim {
   return createClaim(pet, { apiKeyId: 'same-bytes', key, nowMs: Date.now(), ttlMs })
 }
 
-/** The id after which the page starts (the service's own cursor decoder), or undefined. */
-function afterIdOf(cursor: string | undefined): number | undefined {
-  try {
-    return cursor === undefined ? 0 : decodeCursor(cursor)
-  } catch {
-    return undefined
-  }
-}
-
 /** listPets' 200 body, and its Link when more follow. */
-export interface Page {
-  body: string
-  link: string | undefined
-}
+export type Page = { body: string; link: string | undefined }
 
 /** A listPets query as the store takes it. */
-export interface PageQuery {
-  limit: number
-  status: PetStatus | undefined
-  afterId: number
-}
+type PageQuery = { limit: number; status: PetStatus | undefined; afterId: number }
 
 /** The query's parameters as the store takes them, or undefined when malformed (a 400). */
 export function pageQuery(
@@ -90,7 +71,11 @@ export function pageQuery(
   cursor: string | undefined,
 ): PageQuery | undefined {
   const limit = Number(limitParam ?? LIST_LIMIT.default)
-  const afterId = afterIdOf(cursor)
+  let afterId: number | undefined
+  try {
+    // The id after which the page starts, by the service's own cursor decoder.
+    afterId = cursor === undefined ? 0 : decodeCursor(cursor)
+  } catch {}
   const limitOk =
     Number.isInteger(limit) && limit >= LIST_LIMIT.minimum && limit <= LIST_LIMIT.maximum
   if (afterId === undefined || !limitOk) return undefined
@@ -194,18 +179,15 @@ function createPet(engine: SameBytesEngine, req: IncomingMessage, res: ServerRes
   })
 }
 
+/** The references' 401 body. */
+export const UNAUTHORIZED = '{"code":"unauthorized","message":"no","status":401}'
+
 /** Listens on PORT and expects BENCH_AUTHORIZATION (the whole Authorization header). */
 export function serveSameBytes(engine: SameBytesEngine): void {
   const authorization = process.env.BENCH_AUTHORIZATION
   createServer({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS }, (req, res) => {
     if (req.headers.authorization !== authorization) {
-      answer(
-        req,
-        res,
-        401,
-        OPERATION_HEADERS,
-        '{"code":"unauthorized","message":"no","status":401}',
-      )
+      answer(req, res, 401, OPERATION_HEADERS, UNAUTHORIZED)
       return
     }
     const url = req.url ?? ''

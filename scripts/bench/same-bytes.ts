@@ -1,19 +1,17 @@
-// Same bytes on SQLite: what the service sends, from the service's SQLite file, by the shortest
-// path. A raw node:http server (same-bytes-http.ts: the service's response headers on every
-// answer) running the service's own indexed queries (src/store/sqlite/pets.ts's PetQueries) as
-// prepared statements returning arrays, JSON.stringify of the rows as the contract's objects, and
-// the Link header when more follow. createPet is durable as the service's is: the file opened as
-// src/store/sqlite/store.ts opens it (WAL, synchronous=FULL, so a COMMIT returns once the log is
-// fsync'd), and its group commit at its simplest: every create arriving in one event-loop turn
-// joins one BEGIN IMMEDIATE … COMMIT, each 201 sent after it, by the service's own statements
-// (PET_WRITES). A create with an Idempotency-Key does the service's database work for it (D14):
-// the claim its route makes, then in the batch's transaction the pet, then its record. No retries
-// on timers, no outage reports, no replays: a failure, a key already held among them (the
-// benchmark sends a new key each time), fails the whole batch, which fails the benchmark run
-// (non-2xx). fastify-floor.ts runs the same reads and the same group commit.
+// Same bytes on SQLite: what the service sends, from its SQLite file, by the shortest path. A raw
+// node:http server (same-bytes-http.ts) running the service's own indexed queries (PetQueries of
+// src/store/sqlite/pets.ts) as prepared statements returning arrays, JSON.stringify of the rows as
+// the contract's objects, and the Link header when more follow. createPet is durable as the
+// service's is: the file opened as src/store/sqlite/store.ts opens it (WAL, synchronous=FULL, so a
+// COMMIT returns once the log is fsync'd), and its group commit at its simplest: every create of
+// one event-loop turn in one BEGIN IMMEDIATE … COMMIT, each 201 sent after it, by the service's
+// statements (PET_WRITES); with an Idempotency-Key, the service's database work for it (D14): the
+// claim its route makes, then the pet and its record in that transaction. No retries, no replays:
+// a failure (a key already held: the benchmark sends new ones) fails the batch, and so the run.
+// fastify-floor.ts runs the same reads and the same group commit.
 //
-//   node scripts/bench/same-bytes.ts <sqlite file>
-// with PORT and BENCH_AUTHORIZATION (the whole Authorization header expected) in the environment.
+//   node scripts/bench/same-bytes.ts <sqlite file>   (PORT and BENCH_AUTHORIZATION, the whole
+//   Authorization header expected, in the environment)
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import type { NewPet, Pet } from '../../src/contract/schemas.ts'
 import { claimRecordValues, PET_WRITES, PetQueries, toPet } from '../../src/store/sqlite/pets.ts'

@@ -1,49 +1,13 @@
-// The SQLite run of `npm run bench`: our service beside its references, side by side in one run,
-// and its report, the section of docs/benchmarks.md between the markers bench:begin/end and
-// docs/benchmarks.json.
-//
-// The service as an operator runs it (bin/petstore.js serve) on a SQLite file seeded with
-// 1,000,000 pets, and beside it, on the same file: the same bytes (same-bytes.ts: raw node:http
-// running our SQL and sending our bodies and response headers, createPet durable with a group
-// commit, a keyed one with its Idempotency-Key's record in the same transaction) and the
-// framework floor (fastify-floor.ts: bare Fastify doing the same). Each reference's answers are
-// checked against the service's first. Then each operation at 10 and 50 keep-alive connections,
-// the service and every reference once per round, their order rotating from round to round so
-// that drift hits all of them; and the table sizes (the same service on 1,000 pets). Figures are
-// medians over the rounds; ratios are medians of the per-round ratios.
+// The SQLite run of `npm run bench` and its report (docs/benchmarks.md's section bench, and
+// docs/benchmarks.json): the service as an operator runs it on a SQLite file of 1,000,000 pets,
+// and beside it, on the same file, the same bytes (same-bytes.ts: raw node:http, our SQL, bodies
+// and headers, a durable group commit) and the framework floor (fastify-floor.ts: bare Fastify
+// doing the same), each checked to answer as the service does. Every operation at 10 and 50
+// connections in alternating rounds, and the table sizes (the same service on 1,000 pets).
 import { readFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { join } from 'node:path'
-import {
-  alternate,
-  BENCH_DIR,
-  cpuSeconds,
-  cpuTicks,
-  int,
-  keeper,
-  log,
-  medianFigures,
-  medianRatios,
-  ms,
-  type Operation,
-  type PairResult,
-  pair,
-  pinning,
-  pinSelf,
-  type Ratios,
-  ROOT,
-  type RunFigures,
-  type RunSettings,
-  type ServerProcess,
-  selectOperations,
-  serviceEnv,
-  startReference,
-  startService,
-  stopAll,
-  times,
-  writeReport,
-  wrkVersion,
-} from './harness.ts'
+import * as harness from './harness.ts'
 import { seededCopy } from './seed.ts'
 
 /** The run's servers: the service, the same bytes (same-bytes.ts), the floor (fastify-floor.ts). */
@@ -56,12 +20,15 @@ interface Comparison {
   scenario: string
   label: string
   connections: number
-  rounds: Record<Role, RunFigures>[]
+  rounds: Record<Role, harness.RunFigures>[]
   /** Medians over the rounds. */
-  figures: Record<Role, RunFigures>
+  figures: Record<Role, harness.RunFigures>
   /** Medians of the per-round ratios: the targets' ratio, what the service adds to bare
    * Fastify, what bare Fastify adds to node:http. */
-  ratios: Record<'serviceToSameBytes' | 'serviceToFramework' | 'frameworkToSameBytes', Ratios>
+  ratios: Record<
+    'serviceToSameBytes' | 'serviceToFramework' | 'frameworkToSameBytes',
+    harness.Ratios
+  >
 }
 
 interface BenchReport {
@@ -70,7 +37,7 @@ interface BenchReport {
   machine: { cpu: string; cores: number; memoryGb: number }
   versions: { node: string; fastify: string; sqlite: string; wrk: string }
   settings: Pick<
-    RunSettings,
+    harness.RunSettings,
     'mode' | 'pets' | 'smallPets' | 'rounds' | 'seconds' | 'warmupSeconds' | 'connections'
   > & { pinning: { server: string; load: string } | null; scenarios: string[] }
   conditions: {
@@ -82,20 +49,20 @@ interface BenchReport {
     stolenCores: number
   }
   comparisons: Comparison[]
-  tableSize: PairResult | null
+  tableSize: harness.PairResult | null
 }
 
 /** Every operation and connection count, and the table sizes before the creates grow the table. */
 async function measureAll(
-  settings: RunSettings,
-  servers: Record<Role, ServerProcess> & { small: ServerProcess },
+  settings: harness.RunSettings,
+  servers: Record<Role, harness.ServerProcess> & { small: harness.ServerProcess },
 ): Promise<Pick<BenchReport, 'comparisons' | 'tableSize'>> {
   const comparisons: Comparison[] = []
-  let tableSize: PairResult | null = null
+  let tableSize: harness.PairResult | null = null
   const compareTableSizes = async () => {
-    log(`table size: listPets limit=20 on ${settings.pets} vs ${settings.smallPets} pets`)
-    const [list20] = selectOperations(settings.pets, 'list20') as [Operation]
-    const result = await pair(settings, list20, 50, servers.service, servers.small)
+    harness.log(`table size: listPets limit=20 on ${settings.pets} vs ${settings.smallPets} pets`)
+    const [list20] = harness.selectOperations(settings.pets, 'list20') as [harness.Operation]
+    const result = await harness.pair(settings, list20, 50, servers.service, servers.small)
     return {
       ...result,
       scenario: 'table-size',
@@ -103,27 +70,23 @@ async function measureAll(
     }
   }
   const present = ROLE_IDS.map((role) => [role, servers[role]] as const)
-  for (const operation of selectOperations(settings.pets, settings.only)) {
+  for (const operation of harness.selectOperations(settings.pets, settings.only)) {
     if (operation.id === 'create' && tableSize === null && settings.only === undefined) {
       tableSize = await compareTableSizes()
     }
-    log(operation.label)
+    harness.log(operation.label)
     for (const connections of settings.connections) {
-      const rounds = await alternate(settings, operation, connections, present, 'service')
-      const median = (role: Role) => medianFigures(rounds.map((r) => r[role]))
-      const ratio = (a: Role, b: Role) => medianRatios(rounds, a, b)
+      const rounds = await harness.alternate(settings, operation, connections, present, 'service')
+      const median = (role: Role) => harness.medianFigures(rounds.map((r) => r[role]))
+      const ratio = (a: Role, b: Role) => harness.medianRatios(rounds, a, b)
       const ratios = {
         serviceToSameBytes: ratio('service', 'sameBytes'),
         serviceToFramework: ratio('service', 'framework'),
         frameworkToSameBytes: ratio('framework', 'sameBytes'),
       }
-      const figures = {
-        service: median('service'),
-        sameBytes: median('sameBytes'),
-        framework: median('framework'),
-      }
+      const figures = Object.fromEntries(ROLE_IDS.map((role) => [role, median(role)]))
       const { id: scenario, label } = operation
-      comparisons.push({ scenario, label, connections, rounds, figures, ratios })
+      comparisons.push({ scenario, label, connections, rounds, ratios, figures } as Comparison)
     }
   }
   if (tableSize === null && settings.only === undefined) tableSize = await compareTableSizes()
@@ -135,15 +98,19 @@ async function measureAll(
  * cores on average: CPU time not used by `servers` or this process, and time stolen.
  */
 async function othersDuring<T>(
-  servers: ServerProcess[],
+  servers: harness.ServerProcess[],
   work: () => Promise<T>,
 ): Promise<{ result: T; otherProcessesCores: number; stolenCores: number }> {
   const ours = () =>
-    servers.reduce((sum, s) => sum + cpuSeconds(s.pid), 0) +
+    servers.reduce((sum, s) => sum + harness.cpuSeconds(s.pid), 0) +
     (process.cpuUsage().user + process.cpuUsage().system) / 1e6
-  const [machineBefore, oursBefore, wallBefore] = [cpuTicks('cpu'), ours(), performance.now()]
+  const [machineBefore, oursBefore, wallBefore] = [
+    harness.cpuTicks('cpu'),
+    ours(),
+    performance.now(),
+  ]
   const result = await work()
-  const machineAfter = cpuTicks('cpu')
+  const machineAfter = harness.cpuTicks('cpu')
   // Clock ticks are hundredths of a second.
   const seconds = (performance.now() - wallBefore) / 1000
   const busy = (machineAfter.busy - machineBefore.busy) / 100 - (ours() - oursBefore)
@@ -155,37 +122,39 @@ async function othersDuring<T>(
 }
 
 function packageVersion(name: string): string {
-  const json = readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')
+  const json = readFileSync(join(harness.ROOT, 'node_modules', name, 'package.json'), 'utf8')
   return (JSON.parse(json) as { version: string }).version
 }
 
 /** The SQLite run: the service beside its references, and the table sizes. */
-export async function benchSqlite(settings: RunSettings): Promise<void> {
+export async function benchSqlite(settings: harness.RunSettings): Promise<void> {
   const startedAt = new Date()
   const started = performance.now()
   const loadBefore = loadavg()
   const bigDb = await seededCopy(settings.pets, `run-${settings.pets}`)
   const smallDb = await seededCopy(settings.smallPets, `run-${settings.smallPets}`)
-  pinSelf()
-  const running: ServerProcess[] = []
-  const keep = keeper(running)
+  harness.pinSelf()
+  const running: harness.ServerProcess[] = []
+  const keep = harness.keeper(running)
   process.on('SIGINT', () => {
-    stopAll(running).then(() => process.exit(130))
+    harness.stopAll(running).then(() => process.exit(130))
   })
   let report: BenchReport
   try {
-    const profile = ['--cpu-prof', `--cpu-prof-dir=${join(BENCH_DIR, 'profiles')}`]
+    const profile = ['--cpu-prof', `--cpu-prof-dir=${join(harness.BENCH_DIR, 'profiles')}`]
     const nodeArgs = settings.profile ? profile : []
-    const env = (db: string) => serviceEnv(settings.key, { sqlite: db })
-    const service = await keep(startService('service', env(bigDb), { nodeArgs }))
+    const env = (db: string) => harness.serviceEnv(settings.key, { sqlite: db })
+    const service = await keep(harness.startService('service', env(bigDb), { nodeArgs }))
     // Every reference is checked on every operation.
-    const all = selectOperations(settings.pets, undefined)
+    const all = harness.selectOperations(settings.pets, undefined)
     const checked = { key: settings.key, service, checked: all }
     const servers = {
       service,
-      sameBytes: await keep(startReference('same bytes', 'same-bytes.ts', bigDb, checked)),
-      framework: await keep(startReference('framework floor', 'fastify-floor.ts', bigDb, checked)),
-      small: await keep(startService('service-1k', env(smallDb), { nodeArgs })),
+      sameBytes: await keep(harness.startReference('same bytes', 'same-bytes.ts', bigDb, checked)),
+      framework: await keep(
+        harness.startReference('framework floor', 'fastify-floor.ts', bigDb, checked),
+      ),
+      small: await keep(harness.startService('service-1k', env(smallDb), { nodeArgs })),
     }
     const measured = await othersDuring(running, () => measureAll(settings, servers))
     const { mode, pets, smallPets, rounds, seconds, warmupSeconds, connections } = settings
@@ -202,12 +171,12 @@ export async function benchSqlite(settings: RunSettings): Promise<void> {
         node: process.versions.node,
         fastify: packageVersion('fastify'),
         sqlite: process.versions.sqlite ?? 'unknown',
-        wrk: wrkVersion(),
+        wrk: harness.wrkVersion(),
       },
       settings: {
         ...{ mode, pets, smallPets, rounds, seconds, warmupSeconds, connections },
-        pinning: pinning ?? null,
-        scenarios: selectOperations(pets, settings.only).map((s) => s.id),
+        pinning: harness.pinning ?? null,
+        scenarios: harness.selectOperations(pets, settings.only).map((s) => s.id),
       },
       conditions: {
         loadAverageBefore: loadBefore,
@@ -218,9 +187,9 @@ export async function benchSqlite(settings: RunSettings): Promise<void> {
       ...measured.result,
     }
   } finally {
-    await stopAll(running)
+    await harness.stopAll(running)
   }
-  writeReport(settings.outBase, 'bench', report, renderMarkdown(report))
+  harness.writeReport(settings.outBase, 'bench', report, renderMarkdown(report))
 }
 
 // --- the report --------------------------------------------------------------------------------
@@ -238,7 +207,7 @@ function targets({ comparisons, tableSize, settings }: BenchReport): Target[] {
       .filter((c) => ids.includes(c.scenario))
       .map((c) => c.ratios.serviceToSameBytes.rps)
     if (ratios.length === 0) return []
-    const measured = ratios.map(times).join(', ')
+    const measured = ratios.map(harness.times).join(', ')
     return [[what, `≥ ${min.toFixed(2)}× same bytes`, measured, ratios.every((r) => r >= min)]]
   }
   const out: Target[] = [
@@ -261,7 +230,7 @@ function targets({ comparisons, tableSize, settings }: BenchReport): Target[] {
     const exempt = at50.length - held.length
     const what = `p99 latency, where same bytes' own p99 ≤ 8 ms (${held.length} operations${exempt > 0 ? `; ${exempt} where it was not` : ''})`
     const p99 = worst.figures.service.p99
-    out.push([what, '≤ 10 ms', `worst ${ms(p99)} ms (${worst.label})`, p99 <= 10])
+    out.push([what, '≤ 10 ms', `worst ${harness.ms(p99)} ms (${worst.label})`, p99 <= 10])
   }
   if (comparisons.length > 0) {
     const rss = Math.max(...comparisons.map((c) => c.figures.service.rssMb))
@@ -270,8 +239,8 @@ function targets({ comparisons, tableSize, settings }: BenchReport): Target[] {
   if (tableSize) {
     // ratio.rps = big ÷ small; "how many times slower" is its inverse.
     const slower = 1 / tableSize.ratio.rps
-    const what = `list on ${int(settings.pets)} pets vs ${int(settings.smallPets)}`
-    out.push([what, '≤ 1.20× slower', `${times(slower)} slower`, slower <= 1.2])
+    const what = `list on ${harness.int(settings.pets)} pets vs ${harness.int(settings.smallPets)}`
+    out.push([what, '≤ 1.20× slower', `${harness.times(slower)} slower`, slower <= 1.2])
   }
   return out
 }
@@ -294,7 +263,7 @@ function introduction(report: BenchReport): string[] {
   return [
     `Run of ${report.date.slice(0, 16).replace('T', ' ')} UTC (${settings.mode}, ${report.durationSeconds} s): ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB; Node.js ${versions.node}, Fastify ${versions.fastify}, SQLite ${versions.sqlite}, wrk ${versions.wrk}.`,
     '',
-    `${int(settings.pets)} pets in the SQLite file; ${settings.rounds} rounds of ${settings.seconds} s per figure after ${settings.warmupSeconds} s of warm-up for each server, the servers' order rotating from round to round; ${settings.pinning ? `servers pinned to core ${settings.pinning.server}, wrk to core ${settings.pinning.load}` : 'no pinning (taskset missing)'}. While it ran, other processes used ${conditions.otherProcessesCores.toFixed(2)} of the ${machine.cores} cores on average and the hypervisor took ${conditions.stolenCores.toFixed(2)} (load average before/after: ${loads(conditions.loadAverageBefore)} / ${loads(conditions.loadAverageAfter)}).${loadCore}`,
+    `${harness.int(settings.pets)} pets in the SQLite file; ${settings.rounds} rounds of ${settings.seconds} s per figure after ${settings.warmupSeconds} s of warm-up for each server, the servers' order rotating from round to round; ${settings.pinning ? `servers pinned to core ${settings.pinning.server}, wrk to core ${settings.pinning.load}` : 'no pinning (taskset missing)'}. While it ran, other processes used ${conditions.otherProcessesCores.toFixed(2)} of the ${machine.cores} cores on average and the hypervisor took ${conditions.stolenCores.toFixed(2)} (load average before/after: ${loads(conditions.loadAverageBefore)} / ${loads(conditions.loadAverageAfter)}).${loadCore}`,
     '',
     "Each figure is the median over the rounds; each ratio is the median of the per-round ratios (for req/s higher is better). The service and its references, measured in the same rounds on the same file: **same bytes** (raw `node:http`, the service's SQL, bodies and response headers, createPet durable with a group commit) and the **framework floor** (bare Fastify doing the same). req/s, p50 and p99 are wrk's; CPU is the server process's user + system time per request and RSS its peak, both read from `/proc`. With an `Idempotency-Key`, same bytes and the floor do the service's database work for it: its fingerprint of the body, then the pet and the key's record in the same durable transaction, by the service's own statements (keyed against keyed).",
   ]
@@ -313,19 +282,19 @@ function renderMarkdown(report: BenchReport): string {
     const shares = loadShares([c])
     const { serviceToSameBytes, serviceToFramework, frameworkToSameBytes } = c.ratios
     return [
-      ...[c.label, c.connections, ...ROLE_IDS.map((role) => int(c.figures[role].rps))],
+      ...[c.label, c.connections, ...ROLE_IDS.map((role) => harness.int(c.figures[role].rps))],
       ...[
-        `**${times(serviceToSameBytes.rps)}**`,
-        times(serviceToFramework.rps),
-        times(frameworkToSameBytes.rps),
+        `**${harness.times(serviceToSameBytes.rps)}**`,
+        harness.times(serviceToFramework.rps),
+        harness.times(frameworkToSameBytes.rps),
       ],
       shares.some(Number.isNaN) ? '–' : percent(Math.max(...shares)),
     ]
   })
   const detail = report.comparisons.map((c) => {
-    const each = (format: (f: RunFigures) => string) =>
+    const each = (format: (f: harness.RunFigures) => string) =>
       ROLE_IDS.map((role) => format(c.figures[role])).join(' / ')
-    const latency = [each((f) => ms(f.p50)), each((f) => ms(f.p99))]
+    const latency = [each((f) => harness.ms(f.p50)), each((f) => harness.ms(f.p99))]
     return [
       c.label,
       c.connections,
@@ -336,11 +305,11 @@ function renderMarkdown(report: BenchReport): string {
   })
   const t = report.tableSize
   const { pets, smallPets } = report.settings
-  const size = (what: string, f: RunFigures) => [
+  const size = (what: string, f: harness.RunFigures) => [
     what,
-    int(f.rps),
-    ms(f.p50),
-    ms(f.p99),
+    harness.int(f.rps),
+    harness.ms(f.p50),
+    harness.ms(f.p99),
     f.cpuUsPerRequest.toFixed(1),
   ]
   const goals = targets(report)
@@ -364,14 +333,14 @@ function renderMarkdown(report: BenchReport): string {
       ? []
       : [
           '',
-          `Table size: listPets \`limit=20\` at ${t.connections} connections, the same service on ${int(pets)} pets and on ${int(smallPets)} pets, alternating.`,
+          `Table size: listPets \`limit=20\` at ${t.connections} connections, the same service on ${harness.int(pets)} pets and on ${harness.int(smallPets)} pets, alternating.`,
           '',
           ...table('Table | req/s | p50 ms | p99 ms | CPU µs/req', '---|--:|--:|--:|--:', [
-            size(`${int(smallPets)} pets`, t.baseline),
-            size(`${int(pets)} pets`, t.service),
+            size(`${harness.int(smallPets)} pets`, t.baseline),
+            size(`${harness.int(pets)} pets`, t.service),
             [
-              `${int(pets)} : ${int(smallPets)}`,
-              `${times(t.ratio.rps)} the throughput (${times(1 / t.ratio.rps)} slower)`,
+              `${harness.int(pets)} : ${harness.int(smallPets)}`,
+              `${harness.times(t.ratio.rps)} the throughput (${harness.times(1 / t.ratio.rps)} slower)`,
               '',
               '',
               '',
