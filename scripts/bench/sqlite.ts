@@ -197,7 +197,7 @@ export async function benchSqlite(settings: harness.RunSettings): Promise<void> 
 const percent = (share: number) => `${Math.round(share * 100)}%`
 
 /** What, the goal, what was measured, whether it was met. */
-type Target = [string, string, string, boolean]
+type Target = [what: string, goal: string, measured: string, met: boolean]
 
 /** Issue 22's targets, at 50 connections: ratios to the same bytes, p99, RSS, table size. */
 function targets({ comparisons, tableSize, settings }: BenchReport): Target[] {
