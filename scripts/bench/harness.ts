@@ -600,9 +600,10 @@ export function writeReport(
   markdown: string,
 ): void {
   mkdirSync(dirname(outBase), { recursive: true })
-  writeFileSync(`${outBase}${name.slice(5)}.json`, `${JSON.stringify(report, null, 2)}\n`)
+  const json = `${outBase}${name.slice('bench'.length)}.json`
+  writeFileSync(json, `${JSON.stringify(report, null, 2)}\n`)
   writeSection(`${outBase}.md`, name, markdown)
-  log(`\n${markdown}\nwrote ${outBase}.md (${name}) and .json in ${report.durationSeconds} s`)
+  log(`\n${markdown}\nwrote ${outBase}.md (${name}) and ${json} in ${report.durationSeconds} s`)
 }
 
 /**

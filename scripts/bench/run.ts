@@ -14,10 +14,7 @@ const RUN_USAGE = `[--quick] [--only list20,list100,status,deep,get,create,creat
       [--rounds 5] [--seconds 5] [--warmup 2] [--profile] [--out <path without .md>]`
 
 /** A scenario: its options and what it does (for --help), and its run. */
-interface Scenario {
-  usage: string
-  main(argv: string[]): Promise<void>
-}
+type Scenario = { usage: string; main(argv: string[]): Promise<void> }
 
 /** The scenarios, each loaded only when asked for. */
 const SCENARIOS: Record<string, () => Promise<Scenario>> = {
