@@ -16,7 +16,7 @@ const args = process.argv.slice(2)
 // Memory (D25, docs/decisions/D25-memory-under-load.md): V8 lets the young generation grow to 64 MB
 // (two 32 MB semi-spaces) under load, and a server's garbage is short-lived, so `serve` caps each
 // semi-space at 4 MB: RSS under load 155–176 → 136–145 MB, with no more CPU per request
-// (measured side by side, scripts/bench/ab.ts). V8 reads the flag only when the process starts,
+// (measured side by side, npm run bench -- ab). V8 reads the flag only when the process starts,
 // so `serve` re-executes itself with it, in place (process.execve: the same pid, stdio, parent
 // and signals, for the operator and for the npm launcher check below). Not done when the
 // operator chose a size (on the command line or in NODE_OPTIONS), nor where execve is missing

@@ -9,6 +9,7 @@
 // "unattributed". Each function also belongs to a concern (concernOf), its file or its library.
 import { createReadStream, readFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
+import { int } from './harness.ts'
 
 interface MapEntry {
   start: number
@@ -204,8 +205,6 @@ export function concernOf(name: string): string {
   for (const [pattern, concern] of NATIVE_CONCERNS) if (pattern.test(name)) return concern
   return `other: ${name.slice(0, name.indexOf(' '))}`
 }
-
-const int = (n: number) => Math.round(n).toLocaleString('en')
 
 /**
  * A markdown table of instructions per request, service against reference, by key (function or

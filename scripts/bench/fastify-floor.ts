@@ -1,11 +1,11 @@
 // The framework floor: what Fastify itself costs on this work. Bare Fastify (the version in
 // package.json), no plugins, no schemas, no hooks, logger off, one route per operation doing what
 // same-bytes.ts does in the cheapest way Fastify allows: the Authorization header compared as a
-// string in the handler, the same SQL and bodies (reads.ts), the service's headers set from one
-// frozen object per operation (reply.headers) plus the X-Request-Id that Fastify's genReqId makes
-// as the service's does, a string body sent as it is, and the same durable group commit for
-// createPet (group-commit.ts; Fastify's own JSON body parser), with an Idempotency-Key the same
-// database work for it as same-bytes.ts's. Service ÷ floor is what the service adds to Fastify;
+// string in the handler, the same SQL and bodies (same-bytes.ts's reads), the service's headers
+// set from one frozen object per operation (reply.headers) plus the X-Request-Id that Fastify's
+// genReqId makes as the service's does, a string body sent as it is, and the same durable group
+// commit for createPet (same-bytes.ts's; Fastify's own JSON body parser), with an
+// Idempotency-Key the same database work for it as same-bytes.ts's. Service ÷ floor is what the service adds to Fastify;
 // floor ÷ same bytes is what Fastify adds to node:http. The harness checks its statuses, bodies
 // and headers against the service's on every run.
 //
@@ -14,9 +14,8 @@
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import { KEEP_ALIVE_TIMEOUT_MS } from '../../src/http/http-server.ts'
 import { requestId } from '../../src/http/plugins/request-id.ts'
-import { GroupCommit, newPetOf, openDurable } from './group-commit.ts'
-import { petReads } from './reads.ts'
-import { GET_PET_HEADERS, OPERATION_HEADERS } from './service-headers.ts'
+import { GroupCommit, openDurable, petReads } from './same-bytes.ts'
+import { GET_PET_HEADERS, newPetOf, OPERATION_HEADERS, UNAUTHORIZED } from './same-bytes-http.ts'
 
 const authorization = process.env.BENCH_AUTHORIZATION
 const db = openDurable(process.argv[2] ?? '')
@@ -37,9 +36,7 @@ function headed(
 /** False, and the 401 sent, when the request does not carry the expected key. */
 function authorized(request: FastifyRequest, reply: FastifyReply): boolean {
   if (request.headers.authorization === authorization) return true
-  headed(request, reply, OPERATION_HEADERS)
-    .code(401)
-    .send('{"code":"unauthorized","message":"no","status":401}')
+  headed(request, reply, OPERATION_HEADERS).code(401).send(UNAUTHORIZED)
   return false
 }
 

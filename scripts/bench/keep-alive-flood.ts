@@ -11,9 +11,7 @@ import { connect, type Socket } from 'node:net'
 
 const [host, port, path, connections, intervalMs, seconds, addresses] = process.argv.slice(2)
 if (!host || !port || !path || !connections || !intervalMs || !seconds || !addresses) {
-  process.stderr.write(
-    'usage: node scripts/bench/keep-alive-flood.ts <host> <port> <path> <connections> <intervalMs> <seconds> <localAddresses>\n',
-  )
+  process.stderr.write('usage: see the head of scripts/bench/keep-alive-flood.ts\n')
   process.exit(2)
 }
 

@@ -1,21 +1,95 @@
-// The HTTP side of the same-bytes references (same-bytes.ts on SQLite, same-bytes-postgres.ts on
-// PostgreSQL): a raw node:http server that answers the three operations with the service's own
-// response headers on every answer: the security headers, `Cache-Control: no-store`, the JSON
-// type, getPet's deprecation notice (service-headers.ts), a fresh X-Request-Id made as the service
-// makes it, a Content-Length, and the service's keep-alive timeout. The body of a create is
-// parsed with JSON.parse and its fields' types checked, no more; an Idempotency-Key is passed to
-// the engine as sent, which does the service's database work for it (SQLite's group commit,
-// group-commit.ts; same-bytes-postgres.ts with BENCH_KEYED=statement), or ignores it (PostgreSQL
-// without). No logging, metrics, rate limit or load shedding. Each engine gives its reads and its
-// durable create as callbacks, so that a synchronous engine answers in the same turn, as
-// SQLite's does.
+// The HTTP side of the references that send the same bytes as the service (same-bytes.ts,
+// same-bytes-postgres.ts; fastify-floor.ts takes its headers, body check and pages from here): a
+// raw node:http server answering the three operations with the service's own response headers,
+// from the service's own definitions, a fresh X-Request-Id made as the service makes it, a
+// Content-Length and the service's keep-alive timeout. A create's body is parsed with JSON.parse
+// and its fields' types checked, no more; an Idempotency-Key goes to the engine as sent, which does
+// the service's database work for it (claimOf) or ignores it. No logging, metrics, rate limit or
+// load shedding. Each engine answers by callbacks, so that a synchronous one (SQLite) answers in
+// the same turn. The harness checks every status, body and header against the service's.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import type { NewPet, Pet } from '../../src/contract/schemas.ts'
+import { IDEMPOTENCY_TTL_DEFAULT_SECONDS, LIST_LIMIT } from '../../src/contract/limits.ts'
+import type { NewPet, Pet, PetStatus } from '../../src/contract/schemas.ts'
 import { KEEP_ALIVE_TIMEOUT_MS } from '../../src/http/http-server.ts'
+import { deprecationHeaders } from '../../src/http/plugins/deprecation.ts'
 import { requestId } from '../../src/http/plugins/request-id.ts'
-import { newPetOf } from './group-commit.ts'
-import type { Page } from './reads.ts'
-import { GET_PET_HEADERS, OPERATION_HEADERS } from './service-headers.ts'
+import { securityHeaders } from '../../src/http/plugins/security.ts'
+import { decodeCursor, nextPageLink } from '../../src/http/routes/cursor.ts'
+import { createClaim } from '../../src/http/routes/idempotency.ts'
+import { getPetDeprecation } from '../../src/http/routes/pets.ts'
+import type { IdempotencyClaim } from '../../src/store/store.ts'
+
+/**
+ * Every operation's answer: D13's security headers, `Cache-Control: no-store` (set by app.ts on
+ * every operation: answers depend on the key) and the JSON content type of the routes.
+ */
+export const OPERATION_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  ...securityHeaders(),
+  'cache-control': 'no-store',
+  'content-type': 'application/json; charset=utf-8',
+})
+
+/** getPet's answer: the operation headers and its deprecation notice (D7). */
+export const GET_PET_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  ...OPERATION_HEADERS,
+  ...deprecationHeaders(getPetDeprecation),
+})
+
+const STATUSES: readonly (PetStatus | undefined)[] = ['available', 'pending', 'sold', undefined]
+
+/** The NewPet in a parsed body, or undefined: the fields' types, no more (a reference's check). */
+export function newPetOf(value: unknown): NewPet | undefined {
+  if (typeof value !== 'object' || value === null) return undefined
+  const { name, categoryId, status } = value as Record<string, unknown>
+  if (typeof name !== 'string' || name === '' || !Number.isSafeInteger(categoryId)) return undefined
+  if (!STATUSES.includes(status as PetStatus | undefined)) return undefined
+  const pet: NewPet = { name, categoryId: categoryId as number }
+  if (status !== undefined) pet.status = status as PetStatus
+  return pet
+}
+
+/**
+ * The claim the service's route makes for a create with `key` (routes/pets.ts: the body's
+ * fingerprint, the answer around the new id, now and the end of the default TTL). Its owner: any
+ * text will do (no foreign key); the service's is the API key's id.
+ */
+export function claimOf(pet: NewPet, key: string): IdempotencyClaim {
+  const ttlMs = IDEMPOTENCY_TTL_DEFAULT_SECONDS * 1000
+  return createClaim(pet, { apiKeyId: 'same-bytes', key, nowMs: Date.now(), ttlMs })
+}
+
+/** listPets' 200 body, and its Link when more follow. */
+export type Page = { body: string; link: string | undefined }
+
+/** A listPets query as the store takes it. */
+type PageQuery = { limit: number; status: PetStatus | undefined; afterId: number }
+
+/** The query's parameters as the store takes them, or undefined when malformed (a 400). */
+export function pageQuery(
+  limitParam: string | undefined,
+  statusParam: string | undefined,
+  cursor: string | undefined,
+): PageQuery | undefined {
+  const limit = Number(limitParam ?? LIST_LIMIT.default)
+  let afterId: number | undefined
+  try {
+    // The id after which the page starts, by the service's own cursor decoder.
+    afterId = cursor === undefined ? 0 : decodeCursor(cursor)
+  } catch {}
+  const limitOk =
+    Number.isInteger(limit) && limit >= LIST_LIMIT.minimum && limit <= LIST_LIMIT.maximum
+  if (afterId === undefined || !limitOk) return undefined
+  return { limit, status: statusParam as PetStatus | undefined, afterId }
+}
+
+/** The page of `pets` (at most the limit), and its Link when `more` follow. */
+export function pageOf(pets: Pet[], more: boolean, { limit, status }: PageQuery): Page {
+  const last = pets.at(-1)
+  return {
+    body: JSON.stringify(pets),
+    link: more && last !== undefined ? nextPageLink('/v1/pets', limit, status, last.id) : undefined,
+  }
+}
 
 /** One engine's operations; `undefined` for a malformed query (400) or a missing pet (404). */
 export interface SameBytesEngine {
@@ -105,18 +179,15 @@ function createPet(engine: SameBytesEngine, req: IncomingMessage, res: ServerRes
   })
 }
 
+/** The references' 401 body. */
+export const UNAUTHORIZED = '{"code":"unauthorized","message":"no","status":401}'
+
 /** Listens on PORT and expects BENCH_AUTHORIZATION (the whole Authorization header). */
 export function serveSameBytes(engine: SameBytesEngine): void {
   const authorization = process.env.BENCH_AUTHORIZATION
   createServer({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS }, (req, res) => {
     if (req.headers.authorization !== authorization) {
-      answer(
-        req,
-        res,
-        401,
-        OPERATION_HEADERS,
-        '{"code":"unauthorized","message":"no","status":401}',
-      )
+      answer(req, res, 401, OPERATION_HEADERS, UNAUTHORIZED)
       return
     }
     const url = req.url ?? ''

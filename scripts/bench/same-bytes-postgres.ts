@@ -24,8 +24,6 @@
 // BENCH_DRIVER in the environment.
 import { Client, Pool } from 'pg'
 import postgres from 'postgres'
-import type { NewPet } from '../../src/contract/schemas.ts'
-import { createClaim } from '../../src/http/routes/idempotency.ts'
 import { int8AsNumber, type Statement } from '../../src/store/postgres/connection.ts'
 import {
   keyedCreateValues,
@@ -33,17 +31,12 @@ import {
   type PetRow,
   toPet,
 } from '../../src/store/postgres/pets.ts'
-import { pageOf, pageQuery } from './reads.ts'
-import { serveSameBytes } from './same-bytes-http.ts'
+import { claimOf, pageOf, pageQuery, serveSameBytes } from './same-bytes-http.ts'
 
 const url = process.argv[2] ?? ''
 const max = Number(process.env.DATABASE_POOL_SIZE)
 const named = process.env.DATABASE_POOLER !== 'transaction'
 const keyedStatement = process.env.BENCH_KEYED === 'statement'
-/** The service's default PETSTORE_IDEMPOTENCY_TTL. */
-const IDEMPOTENCY_TTL_MS = 86_400_000
-/** The record's owner: any text will do (no foreign key); the service's is the API key's id. */
-const API_KEY_ID = 'same-bytes'
 
 /** Runs one of the service's statements; the rows as the service's store gets them. */
 type Query = (statement: Statement, values: unknown[]) => Promise<PetRow[]>
@@ -117,14 +110,9 @@ serveSameBytes({
   create(pet, key, done) {
     const rows =
       key !== undefined && keyedStatement
-        ? query(PET_STATEMENTS.insertKeyed, keyedValues(pet, key))
+        ? // What the service binds to its keyed statement: the claim its route makes.
+          query(PET_STATEMENTS.insertKeyed, keyedCreateValues(pet, claimOf(pet, key)))
         : query(PET_STATEMENTS.insert, [pet.name, pet.categoryId, pet.status ?? null])
     rows.then(([row]) => done(undefined, row === undefined ? undefined : toPet(row)), done)
   },
 })
-
-/** What the service binds to its keyed statement: the claim its route makes (routes/pets.ts). */
-function keyedValues(pet: NewPet, key: string): unknown[] {
-  const claim = { apiKeyId: API_KEY_ID, key, nowMs: Date.now(), ttlMs: IDEMPOTENCY_TTL_MS }
-  return keyedCreateValues(pet, createClaim(pet, claim))
-}

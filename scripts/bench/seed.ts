@@ -1,29 +1,37 @@
-// Seeds a SQLite file with `count` pets for the benchmark, fast: the schema comes from the
-// service's own migrations, then one transaction and one prepared statement insert every row
-// (synchronous=OFF here only: a seed that dies half-way is simply thrown away and redone).
-// Writes to `<path>.tmp` and renames, so a file at `path` is always a complete seed.
-//
-//   node scripts/bench/seed.ts <count> <path>
-import { copyFileSync, readdirSync, renameSync, rmSync } from 'node:fs'
+// The benchmark's SQLite seeds, fast: the schema comes from the service's own migrations, then
+// one transaction and one prepared statement insert every row (synchronous=OFF here only: a seed
+// that dies half-way is simply thrown away and redone). Written to `<path>.tmp` and renamed, so a
+// file at `path` is always a complete seed. Cached as .bench/seed-<count>-<fingerprint>.db, the
+// fingerprint hashing the migrations and this file, so that a schema change reseeds; every server
+// works on a fresh copy of it, because createPet writes.
+import { createHash } from 'node:crypto'
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
+import { parseArgs } from 'node:util'
+import { sqliteMigrations } from '../../src/store/sqlite/migrations.ts'
 import { openSqliteStore } from '../../src/store/sqlite/store.ts'
+import { BENCH_DIR, log } from './harness.ts'
 
 const NAMES = ['Rex', 'Bella', 'Milo', 'Luna', 'Oscar', 'Coco', 'Simba', 'Nala', 'Bruno', 'Kiwi']
 const STATUSES = ['available', 'pending', 'sold', null] as const
 
-/** The pet the seed stores at position i (1-based): deterministic, so every seed is the same. */
-export function seededPet(i: number) {
-  return {
-    name: `${NAMES[i % NAMES.length]} the ${i % 7 === 0 ? 'Brave' : 'Second'} #${i}`,
-    categoryId: ((i * 7919) % 100) + 1,
-    status: STATUSES[i % STATUSES.length] ?? null,
-  }
+/** Removes a SQLite file and its write-ahead log. */
+export function removeDatabase(path: string): void {
+  for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true })
 }
 
 export async function seed(count: number, path: string): Promise<void> {
   const tmp = `${path}.tmp`
-  for (const suffix of ['', '-wal', '-shm']) rmSync(tmp + suffix, { force: true })
+  removeDatabase(tmp)
   const store = openSqliteStore({ path: tmp })
   await store.migrate()
   await store.close()
@@ -32,42 +40,54 @@ export async function seed(count: number, path: string): Promise<void> {
   db.exec('PRAGMA synchronous = OFF')
   const insert = db.prepare('INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)')
   db.exec('BEGIN')
+  // The pet at position i: deterministic, so every seed is the same.
   for (let i = 1; i <= count; i++) {
-    const pet = seededPet(i)
-    insert.run(pet.name, pet.categoryId, pet.status)
+    const name = `${NAMES[i % NAMES.length]} the ${i % 7 === 0 ? 'Brave' : 'Second'} #${i}`
+    insert.run(name, ((i * 7919) % 100) + 1, STATUSES[i % STATUSES.length] ?? null)
   }
   db.exec('COMMIT')
   db.exec('PRAGMA wal_checkpoint(TRUNCATE)')
   db.close()
-  rmSync(`${tmp}-wal`, { force: true })
-  rmSync(`${tmp}-shm`, { force: true })
+  for (const suffix of ['-wal', '-shm']) rmSync(tmp + suffix, { force: true })
   renameSync(tmp, path)
 }
 
-/**
- * A fresh copy of the seed of `pets` pets in `benchDir` (made by `npm run bench`), named after
- * `name`, for a server to write to; the seed itself stays as it is.
- */
-export function seededCopy(benchDir: string, pets: number, name: string): string {
-  const seed = readdirSync(benchDir).find(
-    (file) => file.startsWith(`seed-${pets}-`) && file.endsWith('.db'),
-  )
-  if (seed === undefined) throw new Error(`no .bench/seed-${pets}-*.db: run npm run bench first`)
-  const copy = join(benchDir, `${name}.db`)
-  for (const suffix of ['', '-wal', '-shm']) rmSync(copy + suffix, { force: true })
-  copyFileSync(join(benchDir, seed), copy)
+const fingerprint = () =>
+  createHash('sha256')
+    .update(readFileSync(new URL(import.meta.url), 'utf8') + JSON.stringify(sqliteMigrations))
+    .digest('hex')
+    .slice(0, 12)
+
+/** The cached seed of `count` pets, seeded (and older seeds of that count removed) if needed. */
+export async function cachedSeed(count: number): Promise<string> {
+  mkdirSync(BENCH_DIR, { recursive: true })
+  const name = `seed-${count}-${fingerprint()}.db`
+  const path = join(BENCH_DIR, name)
+  // Renamed into place once whole, and named by the schema: a file there is a complete seed.
+  if (existsSync(path)) return path
+  for (const stale of readdirSync(BENCH_DIR)) {
+    if (stale.startsWith(`seed-${count}-`)) rmSync(join(BENCH_DIR, stale), { force: true })
+  }
+  log(`seeding ${count.toLocaleString('en')} pets (cached as .bench/${name})…`)
+  const started = performance.now()
+  await seed(count, path)
+  log(`seeded in ${((performance.now() - started) / 1000).toFixed(1)} s`)
+  return path
+}
+
+/** A fresh copy of the seed of `count` pets, .bench/<name>.db, for one server to write to. */
+export async function seededCopy(count: number, name: string): Promise<string> {
+  const from = await cachedSeed(count)
+  const copy = join(BENCH_DIR, `${name}.db`)
+  removeDatabase(copy)
+  copyFileSync(from, copy)
   return copy
 }
 
-if (import.meta.main) {
-  const [count, path] = process.argv.slice(2)
-  if (!count || !path || !/^\d+$/.test(count)) {
-    process.stderr.write('usage: node scripts/bench/seed.ts <count> <path>\n')
-    process.exit(2)
-  }
-  const started = performance.now()
-  await seed(Number(count), path)
-  process.stdout.write(
-    `seeded ${count} pets into ${path} in ${((performance.now() - started) / 1000).toFixed(1)} s\n`,
-  )
+export const usage = '[--pets 1000000]   the cached SQLite seed, made now if it is not there'
+
+/** `npm run bench -- seed`: makes the cached seed ahead of a run. */
+export async function main(argv: string[]): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { pets: { type: 'string' } } })
+  log(await cachedSeed(Number(values.pets ?? 1_000_000)))
 }

@@ -1,11 +1,11 @@
--- The request and the summary of one wrk run (scripts/bench/load.ts starts wrk with it).
+-- The request and the summary of one wrk run (harness.ts starts wrk with it).
 --
 --   wrk -t1 -c<n> -d<s>s --latency -s wrk.lua -H 'name: value'… <url> -- <method> <body> <key prefix>
 --
 -- <body> and <key prefix> may be empty. With a key prefix every request carries a new
 -- Idempotency-Key (<prefix>-1, <prefix>-2, …); without one, wrk sends the same bytes each time
 -- (it builds them once when no request() is defined, its cheapest path).
--- done() prints one line, `wrk-summary {…}`, for load.ts to read: latencies in µs.
+-- done() prints one line, `wrk-summary {…}`, for harness.ts to read: latencies in µs.
 
 -- Answers other than 2xx, counted per thread (wrk itself counts only statuses above 399).
 non2xx = 0

@@ -14,7 +14,8 @@ export const COMPRESSION_THRESHOLD_BYTES = 1024
  * Brotli at quality 3 (D26). zlib's default, 11, is made for files compressed once and costs a
  * request two hundred times what 3 does on a list of 100 pets; 3 costs what gzip does and is
  * smaller; 4 (the plugin's choice) saves a few per cent more for half as much CPU again
- * (scripts/bench/compression.ts; docs/benchmarks.md, "Measurements behind choices in the code").
+ * (docs/benchmarks.md, "Measurements behind choices in the code"; the script that measured it
+ * is in the history of scripts/bench).
  */
 export const BROTLI_QUALITY = 3
 

@@ -253,8 +253,8 @@ function quoteKey(key: string): string {
 /**
  * A request body's bytes to the value it holds, or an ApiError (400) naming the first problem:
  * invalid UTF-8, malformed JSON, an integer written inexactly, a key given twice. What the
- * UTF-8 and key checks add is measured by scripts/bench/json-body.ts beside a parser without
- * them (docs/benchmarks.md, "Measurements behind choices in the code").
+ * UTF-8 and key checks add was measured beside a parser without them (docs/benchmarks.md,
+ * "Measurements behind choices in the code").
  */
 export function parseJsonBody(bytes: Buffer): unknown {
   const text = decodeUtf8(bytes)

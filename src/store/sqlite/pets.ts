@@ -94,7 +94,7 @@ export class PetQueries {
 
 /**
  * The SQL of a create (D14), for the store and for the benchmark's SQLite reference, which runs
- * the service's statements in its own group commit (scripts/bench/group-commit.ts).
+ * the service's statements in its own group commit (scripts/bench/same-bytes.ts).
  */
 export const PET_WRITES = {
   insert: 'INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)',
