@@ -1,5 +1,6 @@
 // The framework floor: what Fastify itself costs on this work. Bare Fastify (the version in
-// package.json), no plugins, no schemas, no hooks, logger off, one route per operation doing what
+// package.json), no plugins, no schemas, no hooks, logger off (BENCH_LOGGER: a level, as the
+// service's), one route per operation doing what
 // same-bytes.ts does in the cheapest way Fastify allows: the Authorization header compared as a
 // string in the handler, the same SQL and bodies (same-bytes.ts's reads), the service's headers
 // set from one frozen object per operation (reply.headers) plus the X-Request-Id that Fastify's
@@ -22,7 +23,9 @@ const db = openDurable(process.argv[2] ?? '')
 const reads = petReads(db)
 const commits = new GroupCommit(db)
 
-const app = Fastify({ logger: false, genReqId: requestId, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS })
+const level = process.env.BENCH_LOGGER
+const logger = level === undefined ? false : { level }
+const app = Fastify({ logger, genReqId: requestId, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS })
 
 /** The operation's headers and this request's id on the reply. */
 function headed(

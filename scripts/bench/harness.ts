@@ -22,7 +22,6 @@ export const BENCH_DIR = join(ROOT, '.bench')
 export const log = (line: string) => process.stdout.write(`${line}\n`)
 
 // --- operations and settings -------------------------------------------------------------------
-
 export interface Request {
   method: 'GET' | 'POST'
   path: string
@@ -90,7 +89,6 @@ export function envSettings(settings: readonly string[]): Record<string, string>
 }
 
 // --- servers -------------------------------------------------------------------------------------
-
 const TASKSET = '/usr/bin/taskset'
 
 /** Cores: servers on the first, the load generator on the second (when there are two). */
@@ -236,7 +234,6 @@ export const stopAll = (servers: readonly ServerProcess[]) =>
   Promise.all(servers.map((server) => server.stop()))
 
 // --- a reference's answers checked against the service's -----------------------------------------
-
 type Answer = { status: number; body: string; headers: Headers }
 
 /** Checks get a new Idempotency-Key each, never a replay. */
@@ -312,7 +309,6 @@ function checkSameAnswer(name: string, request: Request, ours: Answer, theirs: A
 }
 
 // --- what the harness reads of processes, from /proc ---------------------------------------------
-
 /** Samples a process's resident set size (VmRSS) every 100 ms; `stop` returns the peak in MB. */
 function sampleRss(pid: number): { stop(): number } {
   let peakKb = 0
@@ -355,7 +351,6 @@ export function cpuTicks(cpu: string): { busy: number; steal: number; total: num
 }
 
 // --- one measured run: wrk -----------------------------------------------------------------------
-
 /** Keys must stay new across runs on the same database, or later runs would measure replays. */
 let keyedRuns = 0
 
@@ -464,7 +459,6 @@ async function measure(load: Load, seconds: number): Promise<RunFigures> {
 }
 
 // --- alternating rounds --------------------------------------------------------------------------
-
 export type RoundSettings = { rounds: number; seconds: number; warmupSeconds: number; key: string }
 
 export function median(values: number[]): number {
@@ -584,7 +578,6 @@ export async function pair(
 }
 
 // --- reports -------------------------------------------------------------------------------------
-
 export const int = (n: number) => Math.round(n).toLocaleString('en')
 export const ms = (n: number) => n.toFixed(2)
 export const times = (n: number) => `${n.toFixed(2)}×`

@@ -8,7 +8,8 @@
 // (20,000 requests: after 3,000, V8 was still compiling, and half of a getPet's count was its
 // compilers and lower tiers), counted over --requests requests on the warm-up's 10 keep-alive
 // connections (one request in flight each), then stopped; two servers at a time, one per core.
-// --checkout: another checkout's service too. --ref: a reference of scripts/bench. --by-function:
+// --checkout: another checkout's service too. --ref: a reference of scripts/bench (`:logged`, its
+// Fastify with a logger at warn, as the service runs). --by-function:
 // where the instructions go (callgrind-functions.ts), each service against the first --ref, by
 // concern (self, and with V8's builtins and runtime charged to their callers) and by function,
 // rows adding up to the total. --postgres: on a new database of --pets pets on the test server,
@@ -29,7 +30,7 @@ import { POOL_SIZE, withSeededDatabase } from './postgres.ts'
 import { removeDatabase, seededCopy } from './seed.ts'
 
 export const usage = `[--only get,list20,create,createKeyed] [--checkout <dir>]…
-      [--ref same-bytes] [--ref fastify-floor] [--requests 2000] [--warmup 20000]
+      [--ref same-bytes] [--ref fastify-floor[:logged]] [--requests 2000] [--warmup 20000]
       [--env NAME=VALUE]… [--by-function [--cache-sim]] [--postgres [--pets 100000]]
       [--keep <dir>]   instructions per request under valgrind's callgrind`
 
@@ -73,13 +74,21 @@ function service(checkout: string, key: string, extraEnv: Record<string, string>
   }
 }
 
+/** `name` is a script of scripts/bench, `:logged` after it a pino logger at warn (the floor's). */
 function reference(name: string, key: string): Subject {
   // same-bytes-postgres.ts: the service's pool, straight to the server, pg, plain creates.
   const env = { DATABASE_POOL_SIZE: String(POOL_SIZE), DATABASE_POOLER: 'none', BENCH_DRIVER: 'pg' }
+  const [script, variant] = name.split(':')
+  const logger: Record<string, string> = variant === 'logged' ? { BENCH_LOGGER: 'warn' } : {}
   return {
     label: name,
-    script: (db) => [join(harness.ROOT, `scripts/bench/${name}.ts`), db],
-    env: () => ({ BENCH_AUTHORIZATION: `Bearer ${key}`, ...env, BENCH_KEYED: 'ignored' }),
+    script: (db) => [join(harness.ROOT, `scripts/bench/${script}.ts`), db],
+    env: () => ({
+      BENCH_AUTHORIZATION: `Bearer ${key}`,
+      ...env,
+      ...logger,
+      BENCH_KEYED: 'ignored',
+    }),
     readyPath: '/',
   }
 }

@@ -58,8 +58,17 @@ const fingerprint = () =>
     .digest('hex')
     .slice(0, 12)
 
+/** Seeds under way: two servers measured at once (instructions, ab) wait for the same one. */
+const seeding = new Map<number, Promise<string>>()
+
 /** The cached seed of `count` pets, seeded (and older seeds of that count removed) if needed. */
-export async function cachedSeed(count: number): Promise<string> {
+export function cachedSeed(count: number): Promise<string> {
+  const made = seeding.get(count) ?? seedOnce(count)
+  seeding.set(count, made)
+  return made
+}
+
+async function seedOnce(count: number): Promise<string> {
   mkdirSync(BENCH_DIR, { recursive: true })
   const name = `seed-${count}-${fingerprint()}.db`
   const path = join(BENCH_DIR, name)

@@ -193,7 +193,6 @@ export async function benchSqlite(settings: harness.RunSettings): Promise<void> 
 }
 
 // --- the report --------------------------------------------------------------------------------
-
 const percent = (share: number) => `${Math.round(share * 100)}%`
 
 /** What, the goal, what was measured, whether it was met. */
