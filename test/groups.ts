@@ -65,6 +65,12 @@ export const ISOLATED = [
 ]
 export const POSTGRES_RUN = [...ENGINE_HTTP, ...POSTGRES_ONLY]
 /**
+ * The fleet behind HAProxy runs where operators run a fleet, behind PgBouncer (D19, D20): in the
+ * PgBouncer run only, when there is one (else in the direct run). Twice, they were the two
+ * longest files of `npm test` and a tenth of its CPU, for what the pooler does not change.
+ */
+export const FLEET_BEHIND_PGBOUNCER = ['test/scale/fleet.test.ts', 'test/scale/fleet-trace.test.ts']
+/**
  * The fleet runs behind PgBouncer too, as operators run one. In the PgBouncer run,
  * connection-loss.test.ts puts a private PgBouncer of its own in front, one
  * it can kill; in the PostgreSQL run it goes straight to PostgreSQL.

@@ -2,7 +2,8 @@
 // that depend on the engine and the scale tests on PostgreSQL (a fresh database per server or
 // suite), and those HTTP tests, the three-instance scale test and the connection-loss test again
 // with the services behind a private PgBouncer in transaction mode, with fewer server connections
-// than clients (D19).
+// than clients (D19); the fleet behind HAProxy runs there only, as operators run one
+// (groups.ts, FLEET_BEHIND_PGBOUNCER).
 // Arguments are passed to every `node --test` run (e.g. --test-name-pattern).
 //
 // In each run the files that only build apps and stores in their own process share one process
@@ -20,7 +21,13 @@ import { once } from 'node:events'
 import { globSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ISOLATED, PGBOUNCER_RUN, POSTGRES_ONLY, POSTGRES_RUN } from './groups.ts'
+import {
+  FLEET_BEHIND_PGBOUNCER,
+  ISOLATED,
+  PGBOUNCER_RUN,
+  POSTGRES_ONLY,
+  POSTGRES_RUN,
+} from './groups.ts'
 import {
   absentLine,
   PGBOUNCER_REQUIRED,
@@ -167,7 +174,12 @@ const withPgbouncer = reachable && pgbouncerBinary() !== undefined
 const postgresRuns = reachable
   ? (async () => {
       const [direct, behindPgbouncer] = await Promise.all([
-        engineRun('PostgreSQL', files(POSTGRES_RUN), postgresEnv, { keep: true }),
+        engineRun(
+          'PostgreSQL',
+          files(POSTGRES_RUN, withPgbouncer ? FLEET_BEHIND_PGBOUNCER : []),
+          postgresEnv,
+          { keep: true },
+        ),
         withPgbouncer ? pgbouncerRun() : undefined,
       ])
       return { direct, behindPgbouncer }
