@@ -21,7 +21,7 @@ import { type BackupSummary, backupSqliteDatabase } from '../operations/backup.t
 import { appliedNotice, newerNotice, prepareSchema } from '../process/schema.ts'
 import {
   blockingMigrations,
-  describe,
+  describeMigration,
   MigrationsPendingError,
   SchemaTooNewError,
 } from '../store/migrations.ts'
@@ -342,7 +342,7 @@ const migrationStatus: Run = (config, io) =>
     if (blocking.length > 0) throw new SchemaTooNewError(state, blocking)
     if (state.pending.length > 0) {
       throw new CommandError(
-        `${state.pending.length === 1 ? 'a migration is' : `${state.pending.length} migrations are`} pending: ${state.pending.map(describe).join(', ')}; "petstore migrate" applies them`,
+        `${state.pending.length === 1 ? 'a migration is' : `${state.pending.length} migrations are`} pending: ${state.pending.map(describeMigration).join(', ')}; "petstore migrate" applies them`,
       )
     }
   })

@@ -7,7 +7,7 @@ import type { MigrateMode } from '../config.ts'
 import {
   type AppliedMigration,
   blockingMigrations,
-  describe,
+  describeMigration,
   type LedgerEntry,
   MigrationsPendingError,
   SchemaTooNewError,
@@ -37,14 +37,14 @@ export async function prepareSchema(store: Store, mode: MigrateMode): Promise<Sc
 export function appliedNotice(migration: AppliedMigration): SchemaNotice {
   return {
     fields: { migration },
-    message: `applied migration ${describe(migration)} in ${migration.durationMs} ms`,
+    message: `applied migration ${describeMigration(migration)} in ${migration.durationMs} ms`,
   }
 }
 
 /** One line for a newer release's migrations this release serves under; none when none. */
 export function newerNotice(newer: readonly LedgerEntry[]): SchemaNotice[] {
   if (newer.length === 0) return []
-  const named = newer.map(describe).join(', ')
+  const named = newer.map(describeMigration).join(', ')
   return [
     {
       fields: { newerMigrations: newer.map(({ version, name }) => ({ version, name })) },

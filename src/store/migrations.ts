@@ -62,7 +62,7 @@ export class SchemaTooNewError extends Error {
   override name = 'SchemaTooNewError'
 
   constructor(state: SchemaState, blocking: readonly LedgerEntry[]) {
-    const named = blocking.map(describe).join(', ')
+    const named = blocking.map(describeMigration).join(', ')
     super(
       `the database has ${plural(blocking.length, 'migration')} of a newer release that releases before it must not serve: ${named}. ` +
         `The database is at ${versions(state.applied.map((entry) => entry.version))}; this release knows ${versions(state.known)}. ` +
@@ -77,7 +77,7 @@ export class MigrationsPendingError extends Error {
 
   constructor(state: SchemaState) {
     super(
-      `the database lacks ${plural(state.pending.length, 'migration')} this release needs: ${state.pending.map(describe).join(', ')}. ` +
+      `the database lacks ${plural(state.pending.length, 'migration')} this release needs: ${state.pending.map(describeMigration).join(', ')}. ` +
         'Run "petstore migrate" first (PETSTORE_MIGRATE=off: this process does not migrate).',
     )
   }
@@ -89,11 +89,11 @@ export function blockingMigrations(state: SchemaState): LedgerEntry[] {
 }
 
 /** "4 (migration ledger)" */
-export function describe(migration: { version: number; name: string }): string {
+export function describeMigration(migration: { version: number; name: string }): string {
   return `${migration.version} (${migration.name})`
 }
 
-/** "versions 1–3", "version 1", "no version" */
+/** "versions 1, 2, 3", "version 1", "no version" */
 function versions(list: readonly number[]): string {
   if (list.length === 0) return 'no version'
   if (list.length === 1) return `version ${list[0]}`
