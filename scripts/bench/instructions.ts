@@ -79,6 +79,7 @@ function reference(name: string, key: string): Subject {
   // same-bytes-postgres.ts: the service's pool, straight to the server, pg, plain creates.
   const env = { DATABASE_POOL_SIZE: String(POOL_SIZE), DATABASE_POOLER: 'none', BENCH_DRIVER: 'pg' }
   const [script, variant] = name.split(':')
+  if (variant !== undefined && variant !== 'logged') throw new Error(`--ref ${name}: only :logged`)
   const logger: Record<string, string> = variant === 'logged' ? { BENCH_LOGGER: 'warn' } : {}
   return {
     label: name,

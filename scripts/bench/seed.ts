@@ -65,6 +65,7 @@ const seeding = new Map<number, Promise<string>>()
 export function cachedSeed(count: number): Promise<string> {
   const made = seeding.get(count) ?? seedOnce(count)
   seeding.set(count, made)
+  made.catch(() => seeding.delete(count))
   return made
 }
 

@@ -93,7 +93,8 @@ export async function startInstance(
   const schemaNotices = options.prepared
     ? []
     : await prepareSchema(store, config.migrate).catch(async (err: unknown) => {
-        // A schema this release must not serve (D27): the start ends here, the store closed.
+        // Any failure to prepare the schema (D27: refused, pending, unreachable) ends the start
+        // here, with the store closed.
         await store.close()
         throw err
       })

@@ -222,6 +222,13 @@ async function upgradeAndRollBack(
     status.stdout,
     /1000 +a table of the future +applied by a newer release; this release may serve it/,
   )
+  const serving = await startService(env)
+  try {
+    assert.match(serving.stdout(), /1000 \(a table of the future\).*so this release serves/)
+    assert.equal((await fetch(`${serving.url}/readyz`)).status, 200)
+  } finally {
+    assert.equal(await serving.stop(), 0)
+  }
   await addMigration(1_001, 'a column of the past dropped', false)
   const refused = await runCli(['serve'], { ...env, PORT: '0' })
   assert.equal(refused.code, 1)
