@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test'
 import { generateApiKey } from '../src/contract/api-key.ts'
 import { sqliteMigrations } from '../src/store/sqlite/migrations.ts'
 import { runMain } from './helpers/in-process.ts'
+import { sqliteLedger } from './helpers/ledger.ts'
 import { logLines } from './helpers/logs.ts'
 import { runCli, startService } from './helpers/process.ts'
 import { tempDir } from './helpers/server.ts'
@@ -27,18 +28,6 @@ function ledger(path: string): { version: number; mayServe: number }[] {
       )
       .all()
       .map((row) => ({ version: Number(row.version), mayServe: Number(row.mayServe) }))
-  } finally {
-    db.close()
-  }
-}
-
-/** A migration a newer release applied, written as it would write it. */
-function newerMigration(path: string, version: number, name: string, mayServe: boolean): void {
-  const db = new DatabaseSync(path)
-  try {
-    db.prepare(
-      'INSERT INTO schema_migrations (version, name, applied_at, older_releases_may_serve) VALUES (?, ?, ?, ?)',
-    ).run(version, name, new Date().toISOString(), mayServe ? 1 : 0)
   } finally {
     db.close()
   }
@@ -130,7 +119,11 @@ describe("a newer release's migrations (D27)", () => {
   after(() => dir.remove())
 
   test('an expand step: serve starts and says so once, naming it', async () => {
-    newerMigration(path, LATEST + 1, 'a table of the future', true)
+    await sqliteLedger(path).add({
+      version: LATEST + 1,
+      name: 'a table of the future',
+      olderReleasesMayServe: true,
+    })
     const service = await startService(env)
     try {
       const said = logLines(service.stdout()).filter((line) =>
@@ -154,7 +147,11 @@ describe("a newer release's migrations (D27)", () => {
   })
 
   test('a contract step: serve, migrate and keys refuse in one line, exit 1, changing nothing', async () => {
-    newerMigration(path, LATEST + 2, 'a dropped column', false)
+    await sqliteLedger(path).add({
+      version: LATEST + 2,
+      name: 'a dropped column',
+      olderReleasesMayServe: false,
+    })
     const before = ledger(path)
     const serve = await runCli(['serve'], { ...env, PORT: '0' })
     assert.equal(serve.code, 1)

@@ -3,7 +3,6 @@
 
 import { randomBytes } from 'node:crypto'
 import { Client } from 'pg'
-import type { LedgerEntry } from '../../src/store/migrations.ts'
 
 /** The server the tests use; trust auth on these machines. Override for another server. */
 export const ADMIN_URL =
@@ -91,25 +90,5 @@ export async function createTestDatabase(): Promise<TestDatabase> {
         client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
       )
     },
-  }
-}
-
-/**
- * D27: the migration ledger of the database at `url`, written as a newer release would (the
- * store contract's fixture).
- */
-export function ledgerOf(url: string) {
-  return {
-    add: ({ version, name, olderReleasesMayServe }: LedgerEntry) =>
-      onDatabase(url, async (client) => {
-        await client.query(
-          'INSERT INTO schema_migrations (version, name, applied_at, older_releases_may_serve) VALUES ($1, $2, now(), $3)',
-          [version, name, olderReleasesMayServe],
-        )
-      }),
-    remove: (version: number) =>
-      onDatabase(url, async (client) => {
-        await client.query('DELETE FROM schema_migrations WHERE version = $1', [version])
-      }),
   }
 }

@@ -8,11 +8,11 @@ import { after, before, describe, test } from 'node:test'
 import { postgresMigrations } from '../../src/store/postgres/migrations.ts'
 import { openPostgresStore } from '../../src/store/postgres/store.ts'
 import { type IdempotencyClaim, type Store, StoreUnavailableError } from '../../src/store/store.ts'
+import { postgresLedger } from '../helpers/ledger.ts'
 import { type PgBouncer, pgbouncerSkipReason, startPgBouncer } from '../helpers/pgbouncer.ts'
 import {
   ADMIN_URL,
   createTestDatabase,
-  ledgerOf,
   onDatabase,
   postgresSkipReason,
   type TestDatabase,
@@ -78,7 +78,7 @@ describe('postgres behind PgBouncer (transaction mode)', { skip }, () => {
       open,
       reopen: open,
       // Written straight to the server: the ledger is the database's, whoever reads it.
-      ledger: ledgerOf(db.url),
+      ledger: postgresLedger(db.url),
       cleanup: db.drop,
     }
   })

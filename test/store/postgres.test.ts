@@ -9,9 +9,9 @@ import {
   type Store,
   StoreUnavailableError,
 } from '../../src/store/store.ts'
+import { postgresLedger } from '../helpers/ledger.ts'
 import {
   createTestDatabase,
-  ledgerOf,
   onDatabase,
   postgresSkipReason,
   type TestDatabase,
@@ -29,7 +29,7 @@ describe('postgres', { skip }, () => {
       migrations: postgresMigrations,
       open: async () => open(db.url),
       reopen: async () => open(db.url),
-      ledger: ledgerOf(db.url),
+      ledger: postgresLedger(db.url),
       cleanup: db.drop,
     }
   })

@@ -7,6 +7,7 @@ import { backupSqliteDatabase } from '../../src/operations/backup.ts'
 import { sqliteMigrations } from '../../src/store/sqlite/migrations.ts'
 import { PetQueries } from '../../src/store/sqlite/pets.ts'
 import { openSqliteStore } from '../../src/store/sqlite/store.ts'
+import { sqliteLedger } from '../helpers/ledger.ts'
 import { tempDir } from '../helpers/server.ts'
 import { storeContract } from './contract.ts'
 
@@ -17,33 +18,10 @@ storeContract('sqlite', async () => {
     migrations: sqliteMigrations,
     open: async () => openSqliteStore({ path }),
     reopen: async () => openSqliteStore({ path }),
-    ledger: {
-      add: async ({ version, name, olderReleasesMayServe }) =>
-        onFile(path, (db) =>
-          db
-            .prepare(
-              'INSERT INTO schema_migrations (version, name, applied_at, older_releases_may_serve) VALUES (?, ?, ?, ?)',
-            )
-            .run(version, name, new Date().toISOString(), olderReleasesMayServe ? 1 : 0),
-        ),
-      remove: async (version) =>
-        onFile(path, (db) =>
-          db.prepare('DELETE FROM schema_migrations WHERE version = ?').run(version),
-        ),
-    },
+    ledger: sqliteLedger(path),
     cleanup: dir.remove,
   }
 })
-
-/** A connection of another process's to the file, for one step. */
-function onFile(path: string, work: (db: DatabaseSync) => unknown): void {
-  const db = new DatabaseSync(path)
-  try {
-    work(db)
-  } finally {
-    db.close()
-  }
-}
 
 // A statement left open stops SQLite from checkpointing, and the -wal file then grows without
 // bound: measured with `INSERT … RETURNING id` read by get() outside a transaction, the -wal

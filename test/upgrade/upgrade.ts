@@ -9,11 +9,11 @@
 // expand step served.
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
-import { DatabaseSync } from 'node:sqlite'
 import { after, before, describe, test } from 'node:test'
 import { setTimeout as delay } from 'node:timers/promises'
 import { generateApiKey } from '../../src/contract/api-key.ts'
-import { createTestDatabase, onDatabase, postgresSkipReason } from '../helpers/postgres.ts'
+import { type Ledger, postgresLedger, sqliteLedger } from '../helpers/ledger.ts'
+import { createTestDatabase, postgresSkipReason } from '../helpers/postgres.ts'
 import {
   type PreviousRelease,
   previousRelease,
@@ -164,7 +164,7 @@ function assertEachOnce(stored: Created[], load: MixedLoad): void {
 async function upgradeAndRollBack(
   previous: PreviousRelease,
   env: Record<string, string>,
-  addMigration: (version: number, name: string, mayServe: boolean) => Promise<void>,
+  ledger: Ledger,
   say: (line: string) => void,
 ): Promise<void> {
   const apiKey = env.PETSTORE_API_KEYS ?? ''
@@ -215,7 +215,7 @@ async function upgradeAndRollBack(
   }
 
   // A future release's migrations: an expand step is served, a contract step refused.
-  await addMigration(1_000, 'a table of the future', true)
+  await ledger.add({ version: 1_000, name: 'a table of the future', olderReleasesMayServe: true })
   const status = await runCli(['migrate', '--status'], env)
   assert.equal(status.code, 0, status.stderr)
   assert.match(
@@ -229,7 +229,11 @@ async function upgradeAndRollBack(
   } finally {
     assert.equal(await serving.stop(), 0)
   }
-  await addMigration(1_001, 'a column of the past dropped', false)
+  await ledger.add({
+    version: 1_001,
+    name: 'a column of the past dropped',
+    olderReleasesMayServe: false,
+  })
   const refused = await runCli(['serve'], { ...env, PORT: '0' })
   assert.equal(refused.code, 1)
   assert.equal(refused.stderr.trim().split('\n').length, 1, refused.stderr)
@@ -252,21 +256,7 @@ describe('the previous release beside this one (D27)', { skip: skipPrevious }, (
         PETSTORE_API_KEYS: generateApiKey('production'),
         PETSTORE_RATE_LIMIT: '0',
       }
-      await upgradeAndRollBack(
-        previous,
-        env,
-        async (version, name, mayServe) => {
-          const db = new DatabaseSync(path)
-          try {
-            db.prepare(
-              'INSERT INTO schema_migrations (version, name, applied_at, older_releases_may_serve) VALUES (?, ?, ?, ?)',
-            ).run(version, name, new Date().toISOString(), mayServe ? 1 : 0)
-          } finally {
-            db.close()
-          }
-        },
-        (line) => t.diagnostic(line),
-      )
+      await upgradeAndRollBack(previous, env, sqliteLedger(path), (line) => t.diagnostic(line))
     } finally {
       await dir.remove()
     }
@@ -283,18 +273,7 @@ describe('the previous release beside this one (D27)', { skip: skipPrevious }, (
         PETSTORE_API_KEYS: generateApiKey('production'),
         PETSTORE_RATE_LIMIT: '0',
       }
-      await upgradeAndRollBack(
-        previous,
-        env,
-        (version, name, mayServe) =>
-          onDatabase(db.url, async (client) => {
-            await client.query(
-              'INSERT INTO schema_migrations (version, name, applied_at, older_releases_may_serve) VALUES ($1, $2, now(), $3)',
-              [version, name, mayServe],
-            )
-          }),
-        (line) => t.diagnostic(line),
-      )
+      await upgradeAndRollBack(previous, env, postgresLedger(db.url), (line) => t.diagnostic(line))
     } finally {
       await db.drop()
     }
