@@ -76,7 +76,7 @@ function compileCacheFolder(): string | undefined {
  * The thread answers small probes and keeps next to nothing: a small heap of its own keeps what
  * it adds to the process's memory small (docs/benchmarks.md).
  */
-const PROBE_THREAD_LIMITS = { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 }
+const PROBE_THREAD_LIMITS = { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 32 }
 
 function unavailable(message: string): ProbeAnswer {
   return { statusCode: 503, retryAfter: '1', body: errorBody('unavailable', message) }
