@@ -7,6 +7,7 @@ import {
   AUTHORIZATION_MAX_LENGTH,
   IDEMPOTENCY_TTL_MAX_SECONDS,
 } from './contract/limits.ts'
+import { FaultsSyntaxError, parseFaults, type StagingFaults } from './staging/faults.ts'
 
 export type DatabaseLocation =
   | { engine: 'sqlite'; path: string }
@@ -78,6 +79,8 @@ export interface Config {
   livenessStallMs: number
   /** D23: where and how traces are exported (the OTEL_ variables); undefined: tracing is off. */
   tracing: TracingConfig | undefined
+  /** D29: staging's random faults (PETSTORE_STAGING_FAULTS); undefined: none. Never in production. */
+  stagingFaults: StagingFaults | undefined
 }
 
 /**
@@ -149,6 +152,7 @@ export const configDefaults = {
   DATABASE_POOLER: 'none',
   PETSTORE_MIGRATE: 'auto',
   PETSTORE_ENV: 'production',
+  PETSTORE_STAGING_FAULTS: 'off',
   PETSTORE_RATE_LIMIT: '600',
   PETSTORE_AUTH_FAILURE_LIMIT: '30',
   PETSTORE_KEY_CACHE_MS: '1000',
@@ -645,5 +649,27 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       600_000,
     ),
     tracing: parseTracing(env),
+    stagingFaults: parseStagingFaults(env, deployment),
   })
+}
+
+/**
+ * D29: faults are staging's rehearsal of failures; production refuses the setting outright
+ * rather than ignore it, so that a copied staging configuration cannot fail real clients.
+ */
+function parseStagingFaults(env: Env, deployment: DeploymentEnv): StagingFaults | undefined {
+  const raw = read(env, 'PETSTORE_STAGING_FAULTS')
+  if (raw !== 'off' && deployment !== 'staging') {
+    throw new ConfigError(
+      `PETSTORE_STAGING_FAULTS is honoured only with PETSTORE_ENV=staging, and this is ${deployment}: unset it (its failures are for rehearsing clients, never for real ones)`,
+    )
+  }
+  try {
+    return parseFaults(raw)
+  } catch (err) {
+    if (err instanceof FaultsSyntaxError) {
+      throw new ConfigError(`PETSTORE_STAGING_FAULTS: ${err.message} (got "${raw}")`)
+    }
+    throw err
+  }
 }

@@ -578,3 +578,56 @@ function assertOneLineErrors(cases: [Record<string, string>, RegExp][]): void {
     )
   }
 }
+
+describe('PETSTORE_STAGING_FAULTS (D29)', () => {
+  const staging = (faults: string) =>
+    loadConfig({ PETSTORE_ENV: 'staging', PETSTORE_STAGING_FAULTS: faults }).stagingFaults
+
+  test('off by default; statuses with their rates, and a delay, in staging', () => {
+    assert.equal(loadConfig({ PETSTORE_ENV: 'staging' }).stagingFaults, undefined)
+    assert.deepEqual(staging('503:0.05, 429:0.02,delay:200ms:0.1'), {
+      answers: [
+        { status: 503, rate: 0.05 },
+        { status: 429, rate: 0.02 },
+      ],
+      delay: { ms: 200, rate: 0.1 },
+    })
+    assert.deepEqual(staging('500:1'), { answers: [{ status: 500, rate: 1 }], delay: undefined })
+  })
+
+  test('refused at start in production, in one line naming PETSTORE_ENV', () => {
+    assert.throws(
+      () => loadConfig({ PETSTORE_STAGING_FAULTS: '503:0.05' }),
+      /^ConfigError: PETSTORE_STAGING_FAULTS is honoured only with PETSTORE_ENV=staging, and this is production: unset it/,
+    )
+    assert.equal(loadConfig({ PETSTORE_STAGING_FAULTS: 'off' }).stagingFaults, undefined)
+  })
+
+  test('anything else stops the start, saying what is allowed', () => {
+    const cases: [string, RegExp][] = [
+      [
+        '404:0.1',
+        /"404:0\.1" is not understood; it must be a comma-separated list of <status>:<rate> \(status 429, 500, 503\)/,
+      ],
+      ['503:1.5', /"503:1\.5": a rate is a number from 0 to 1/],
+      ['503:5%', /a rate is a number from 0 to 1/],
+      ['503:0.6,429:0.6', /the statuses' rates add up to 1\.2, more than 1/],
+      ['503:0.1,503:0.2', /503 is given twice/],
+      ['delay:0ms:0.1', /a delay is whole milliseconds from 1 to 10000/],
+      ['delay:200:0.1', /a delay is whole milliseconds/],
+      ['delay:20000ms:0.1', /a delay is whole milliseconds/],
+      ['delay:1ms:0.1,delay:2ms:0.1', /delay is given twice/],
+    ]
+    for (const [raw, message] of cases) {
+      assert.throws(
+        () => staging(raw),
+        (err: Error) => {
+          assert.match(err.message, /^PETSTORE_STAGING_FAULTS: /)
+          assert.match(err.message, message)
+          return true
+        },
+        raw,
+      )
+    }
+  })
+})

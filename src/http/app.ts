@@ -24,10 +24,11 @@ import { type LoadSheddingOptions, loadShedding } from './plugins/load-shedding.
 import { httpMetrics } from './plugins/metrics.ts'
 import { openapi } from './plugins/openapi.ts'
 import { operations } from './plugins/operations.ts'
-import { rateLimitCheck } from './plugins/rate-limit.ts'
+import { RATE_LIMIT_WINDOW_SECONDS, rateLimitCheck } from './plugins/rate-limit.ts'
 import { requestId } from './plugins/request-id.ts'
 import { INFO_OR_LOWER, requestLog } from './plugins/request-log.ts'
 import { security, securityHeaders } from './plugins/security.ts'
+import { staging } from './plugins/staging.ts'
 import { healthRoutes, LIVENESS_PATH } from './routes/health.ts'
 import { petRoutes } from './routes/pets.ts'
 import { rootRoutes } from './routes/root.ts'
@@ -36,7 +37,12 @@ import { formatValidationErrors, validatorCompiler } from './validation.ts'
 export interface AppParts {
   /** Without idempotencyTtlSeconds, Idempotency-Key records live 24 hours (D14). */
   config: Pick<Config, 'rateLimit' | 'corsOrigins'> &
-    Partial<Pick<Config, 'idempotencyTtlSeconds' | 'trustedProxies' | 'authFailureLimit'>>
+    Partial<
+      Pick<
+        Config,
+        'idempotencyTtlSeconds' | 'trustedProxies' | 'authFailureLimit' | 'env' | 'stagingFaults'
+      >
+    >
   store: Store
   verifier: KeyVerifier
   clock?: Clock
@@ -57,6 +63,8 @@ export interface AppParts {
   metrics?: Metrics
   /** D23: tracing's parts, when it is on (observability/tracing/start.ts). */
   tracing?: Tracing
+  /** D29: the random faults' draws in staging; Math.random unless given. */
+  random?: () => number
 }
 
 export async function buildApp(parts: AppParts) {
@@ -135,7 +143,7 @@ export async function buildApp(parts: AppParts) {
   // The operations, each behind its steps: constant headers, auth, rate limit, sunset.
   const rateLimit = rateLimitCheck({
     quota: config.rateLimit,
-    windowSeconds: 60,
+    windowSeconds: RATE_LIMIT_WINDOW_SECONDS,
     counter: parts.rateLimitCounter ?? new MemoryWindowCounter(),
     clock,
     ...(metrics ? { observer: metrics.rateLimit } : {}),
@@ -144,6 +152,16 @@ export async function buildApp(parts: AppParts) {
   await app.register(
     async (api) => {
       await api.register(operations, { verifier, authFailures, clock, rateLimit })
+      // D29: only in staging; production has no trace of it, so it ignores Prefer.
+      if (config.env === 'staging') {
+        await api.register(staging, {
+          faults: config.stagingFaults,
+          clock,
+          rateLimitWindowSeconds: RATE_LIMIT_WINDOW_SECONDS,
+          ...(parts.random ? { random: parts.random } : {}),
+          ...(metrics ? { observer: metrics.staging } : {}),
+        })
+      }
       await api.register(petRoutes, { store, clock, idempotencyTtlSeconds })
     },
     { prefix: '/v1' },

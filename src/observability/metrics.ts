@@ -40,6 +40,12 @@ export interface AuthFailureObserver extends CounterHealth {
   refused(): void
 }
 
+/** D29: what staging did (plugins/staging.ts): a rehearsal asked for with Prefer, or a fault. */
+export interface StagingObserver {
+  /** `answer`: the status given, or `delay` for an answer held. */
+  answered(kind: 'rehearsal' | 'fault', answer: string): void
+}
+
 export interface Metrics {
   readonly registry: Registry
   readonly store: StoreObserver
@@ -53,6 +59,7 @@ export interface Metrics {
   loadShedFrom(count: () => number): void
   /** A createPet answered from its Idempotency-Key's record (D14). */
   replayed(): void
+  readonly staging: StagingObserver
 }
 
 export interface MetricsOptions {
@@ -127,6 +134,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   })
   const activeLookups = keyLookups.labels('active')
   const unknownLookups = keyLookups.labels('unknown')
+  const stagingAnswers = new Counter({
+    name: 'petstore_staging_answers_total',
+    help: 'Staging only (D29): answers rehearsed with Prefer, or given by a random fault (PETSTORE_STAGING_FAULTS), by kind and by status or delay.',
+    labelNames: ['kind', 'answer'],
+    registers,
+  })
   let shedCount = () => 0
   new Counter({
     name: 'petstore_load_shed_total',
@@ -188,6 +201,9 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       durations.observe(method, route, status, seconds)
     },
     replayed: () => replays.inc(),
+    staging: {
+      answered: (kind, answer) => stagingAnswers.labels(kind, answer).inc(),
+    },
     loadShedFrom(count) {
       shedCount = count
     },

@@ -34,6 +34,8 @@ export interface OwnParts {
   logger?: AppParts['logger']
   /** D16: for tests, how soon a shedding episode ends in the log. */
   loadSheddingQuietMs?: number
+  /** D29: for tests, the draws of staging's random faults. */
+  random?: () => number
 }
 
 export type ComposedApp = Awaited<ReturnType<typeof buildApp>>
@@ -66,5 +68,6 @@ export function composeApp(
     ...(own.metrics ? { metrics: own.metrics } : {}),
     ...(own.tracing ? { tracing: own.tracing } : {}),
     ...(own.clock ? { clock: own.clock } : {}),
+    ...(own.random ? { random: own.random } : {}),
   })
 }

@@ -14,6 +14,7 @@ import type { Lifecycle } from '../../src/lifecycle.ts'
 import { createMetrics } from '../../src/observability/metrics.ts'
 import { listenForScrapes, type MetricsServer } from '../../src/observability/metrics-server.ts'
 import { composeApp } from '../../src/process/compose.ts'
+import type { StagingFaults } from '../../src/staging/faults.ts'
 import { openPostgresStore } from '../../src/store/postgres/store.ts'
 import { openSqliteStore } from '../../src/store/sqlite/store.ts'
 import type { Store } from '../../src/store/store.ts'
@@ -71,6 +72,10 @@ export interface TestServerOptions {
   authFailureCounter?: AppParts['authFailureCounter']
   /** D3: how long a key's answer from the store is believed; the configuration's default unless given. */
   keyCacheMs?: number
+  /** D29: PETSTORE_STAGING_FAULTS (only with env staging); none unless given. */
+  stagingFaults?: StagingFaults
+  /** D29: the faults' draws; Math.random unless given. */
+  random?: () => number
 }
 
 export interface TestServer {
@@ -162,6 +167,7 @@ function testConfig(options: TestServerOptions, env: DeploymentEnv): Config {
     // D16's load shedding is off unless the test asks: test files share the cores.
     maxEventLoopDelayMs: options.loadShedding?.maxEventLoopDelayMs ?? 0,
     connections: { ...defaults.connections, ...options.connections },
+    stagingFaults: options.stagingFaults,
   }
 }
 
@@ -186,6 +192,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     ...(options.rateLimitCounter ? { rateLimitCounter: options.rateLimitCounter } : {}),
     ...(options.authFailureCounter ? { authFailureCounter: options.authFailureCounter } : {}),
     ...(metrics ? { metrics } : {}),
+    ...(options.random ? { random: options.random } : {}),
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const address = app.server.address()

@@ -205,6 +205,7 @@ describe('CORS with a configured origin (D13)', () => {
       assert.ok(allowHeaders.includes('authorization'), allowHeaders.join())
       assert.ok(allowHeaders.includes('content-type'), allowHeaders.join())
       assert.ok(allowHeaders.includes('idempotency-key'), allowHeaders.join())
+      assert.ok(allowHeaders.includes('prefer'), allowHeaders.join())
       const allowMethods = response.headers.get('access-control-allow-methods') ?? ''
       assert.ok(
         allowMethods
@@ -245,6 +246,8 @@ describe('CORS with a configured origin (D13)', () => {
       'Retry-After',
       'X-Request-Id',
       'Idempotent-Replayed',
+      'Preference-Applied',
+      'Petstore-Staging-Fault',
     ]
     assert.deepEqual(exposed, expected.map((h) => h.toLowerCase()).sort())
     assert.deepEqual([...EXPOSED_HEADERS].sort(), [...expected].sort())

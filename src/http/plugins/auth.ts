@@ -18,7 +18,7 @@ declare module 'fastify' {
 }
 
 const CHALLENGE = 'Bearer realm="petstore"'
-const INVALID_TOKEN = 'Bearer realm="petstore", error="invalid_token"'
+export const INVALID_TOKEN = 'Bearer realm="petstore", error="invalid_token"'
 
 /** D3: what the auth step counts failures with, when the limit is on. */
 export interface AuthFailureOptions {

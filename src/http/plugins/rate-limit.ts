@@ -36,6 +36,15 @@ export const COUNTER_OUTAGE: OutageMessages = {
   countField: 'requestsLetThrough',
 }
 
+/** D12: budgets are per minute. */
+export const RATE_LIMIT_WINDOW_SECONDS = 60
+
+/** Whole seconds from `now` (ms) to the end of its fixed window: the draft's `t`, Retry-After. */
+export function secondsToWindowEnd(now: number, windowSeconds: number): number {
+  const windowMs = windowSeconds * 1000
+  return Math.ceil(((Math.floor(now / windowMs) + 1) * windowMs - now) / 1000)
+}
+
 /**
  * The operations' check after auth (plugins/operations.ts): it counts the request against its
  * key's budget. With a quota of 0 there is no limit and no check: undefined.
@@ -66,7 +75,7 @@ export function rateLimitCheck({
     }
     outages.succeeded(request.log)
     observer?.failingOpen(false)
-    const resetSeconds = Math.ceil(((window + 1) * windowMs - now) / 1000)
+    const resetSeconds = secondsToWindowEnd(now, windowSeconds)
     const headers = {
       'ratelimit-policy': policy,
       ratelimit: `"default";r=${Math.max(0, quota - used)};t=${resetSeconds}`,

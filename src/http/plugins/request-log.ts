@@ -42,6 +42,8 @@ interface RequestLine {
   client: string | undefined
   keyId?: string
   errorCode?: string
+  /** D29: what staging did to the request (a rehearsal asked for, or a random fault). */
+  staging?: string
   traceId?: string
   spanId?: string
 }
@@ -59,6 +61,7 @@ function requestLine(request: FastifyRequest, reply: FastifyReply, tracing: bool
   // Set by auth (plugins/auth.ts) only under /v1, and only once the key is valid.
   if (request.apiKeyId) line.keyId = request.apiKeyId
   if (status >= 400) line.errorCode = reply.errorCode ?? codeForStatus(status)
+  if (request.staging !== undefined) line.staging = request.staging
   // D23: with tracing on, the ids of its server span (plugins/tracing.ts), sampled or not.
   if (tracing) {
     const span = request.serverSpan?.spanContext()

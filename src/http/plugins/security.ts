@@ -20,6 +20,9 @@ export const EXPOSED_HEADERS = [
   'Retry-After',
   'X-Request-Id',
   'Idempotent-Replayed',
+  // D29: what a staging instance says of a rehearsal or a random fault (never sent in production).
+  'Preference-Applied',
+  'Petstore-Staging-Fault',
 ]
 
 /**
@@ -106,7 +109,14 @@ export const security = fp<{ corsOrigins: readonly string[] }>(async (app, { cor
     await app.register(cors, {
       origin: corsOrigins.includes('*') ? '*' : [...corsOrigins],
       methods: ['GET', 'HEAD', 'POST'],
-      allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id', 'Idempotency-Key'],
+      // Prefer: honoured in staging (D29), ignored in production, asked for by the same client code.
+      allowedHeaders: [
+        'Authorization',
+        'Content-Type',
+        'X-Request-Id',
+        'Idempotency-Key',
+        'Prefer',
+      ],
       exposedHeaders: EXPOSED_HEADERS,
       maxAge: 600,
     })
