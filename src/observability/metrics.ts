@@ -43,7 +43,7 @@ export interface AuthFailureObserver extends CounterHealth {
 /** D29: what staging did (plugins/staging.ts): a rehearsal asked for with Prefer, or a fault. */
 export interface StagingObserver {
   /** `answer`: the status given, or `delay` for an answer held. */
-  answered(kind: 'rehearsal' | 'fault', answer: string): void
+  answered(kind: 'prefer' | 'fault', answer: string): void
 }
 
 export interface Metrics {
@@ -135,7 +135,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   const activeLookups = keyLookups.labels('active')
   const unknownLookups = keyLookups.labels('unknown')
   const stagingAnswers = new Counter({
-    name: 'petstore_staging_answers_total',
+    name: 'petstore_rehearsed_answers_total',
     help: 'Staging only (D29): answers rehearsed with Prefer, or given by a random fault (PETSTORE_STAGING_FAULTS), by kind and by status or delay.',
     labelNames: ['kind', 'answer'],
     registers,

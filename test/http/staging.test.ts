@@ -242,7 +242,7 @@ describe('random faults on a staging instance (D29)', () => {
     assert.equal(marked(/^fault .*delay=1/), seen.delay)
     const families = parseExposition(await (await fetch(server.metricsUrl ?? '')).text())
     const counted = (answer: string) =>
-      sampleValue(families, 'petstore_staging_answers_total', { kind: 'fault', answer })
+      sampleValue(families, 'petstore_rehearsed_answers_total', { kind: 'fault', answer })
     assert.equal(counted('503'), seen[503])
     assert.equal(counted('429'), seen[429])
     assert.equal(counted('delay'), seen.delay)

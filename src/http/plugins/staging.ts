@@ -165,11 +165,11 @@ function stagingStep(route: RouteOptions, options: StagingOptions): onRequestAsy
       ...(delayMs === undefined ? [] : [`delay=${delayMs}`]),
     ].join(', ')}`
     if (delayMs !== undefined) {
-      observer?.answered('rehearsal', 'delay')
+      observer?.answered('prefer', 'delay')
       await sleep(delayMs)
     }
     if (status === undefined) return
-    observer?.answered('rehearsal', String(status))
+    observer?.answered('prefer', String(status))
     // The operation's success status: served for real, and said applied only if it comes.
     if (!error) {
       successWanted.set(request, status)
