@@ -50,11 +50,40 @@ export interface CallOptions {
   traceparent?: string | undefined
   /** The W3C `tracestate` that goes with `traceparent` (up to 512 visible ASCII characters). */
   tracestate?: string | undefined
+  /**
+   * Sent as the `Prefer` field (RFC 7240) with every attempt of the call, retries included.
+   * A staging deployment of the service (`PETSTORE_ENV=staging`) answers `code=<status>` with
+   * that documented error, as for real (`Retry-After` and all), and holds its answer for
+   * `delay=<ms>` (0–10000); e.g. `{ prefer: 'code=503' }` shows the retries at work. Production
+   * ignores it. The service's docs/api.md, "Testing your client against staging", lists the
+   * statuses each operation may rehearse. It must be 1 to 512 characters of visible ASCII,
+   * spaces and tabs, not only white space: anything else (a CR or LF included) fails the call
+   * with a TypeError before anything is sent.
+   */
+  prefer?: string | undefined
 }
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/
 const ALL_ZEROS = /^0+$/
 const TRACESTATE = /^[\x20-\x7e]{1,512}$/
+/** A field value (RFC 9110 §5.5) kept to visible ASCII, spaces and tabs: no CR, LF or other controls. */
+const PREFER = /^[\t\x20-\x7e]{1,512}$/
+
+/** The headers a call's options add to each of its attempts, checked. */
+function callHeaders(options: CallOptions): Record<string, string> {
+  return { ...traceHeaders(options), ...preferHeader(options) }
+}
+
+/** `Prefer`, when given: a checked field value, sent as it is. */
+function preferHeader({ prefer }: CallOptions): Record<string, string> {
+  if (prefer === undefined) return {}
+  if (typeof prefer !== 'string' || !PREFER.test(prefer) || prefer.trim() === '') {
+    throw new TypeError(
+      'Petstore: prefer must be 1 to 512 characters of visible ASCII, spaces and tabs, not only white space, and no CR or LF (an RFC 7240 Prefer field, e.g. code=503 or delay=200)',
+    )
+  }
+  return { prefer }
+}
 
 /** The trace headers of a call: none, or a checked `traceparent` and its `tracestate`. */
 function traceHeaders({ traceparent, tracestate }: CallOptions): Record<string, string> {
@@ -190,7 +219,7 @@ export class Pets {
       body: pet,
       headers: {
         'idempotency-key': options.idempotencyKey ?? crypto.randomUUID(),
-        ...traceHeaders(options),
+        ...callHeaders(options),
       },
       signal: options.signal,
     })
@@ -213,7 +242,7 @@ export class Pets {
     return send(this.#transport, {
       method: 'GET',
       url,
-      headers: traceHeaders(options),
+      headers: callHeaders(options),
       signal: options.signal,
     })
   }

@@ -55,13 +55,15 @@ do {
   paged.push(...page.pets.map((pet) => pet.id))
   cursor = page.nextCursor
 } while (cursor !== undefined)
+// A production service ignores Prefer: the 503 a staging one would rehearse is not answered.
+const preferred = await petstore.pets.listPage({ status, limit: 1 }, { prefer: 'code=503' })
 let missing = ''
 try {
   await petstore.pets.get(Number.MAX_SAFE_INTEGER)
 } catch (err) {
   if (err instanceof PetstoreError) missing = \`\${err.status} \${err.code} \${err.requestId ?? ''}\`
 }
-console.log(JSON.stringify({ created, listed, paged, one, missing }))
+console.log(JSON.stringify({ created, listed, paged, one, missing, preferred: preferred.pets.length }))
 `
 
 const BROWSER_MODULE = `import { type Pet, Petstore, PetstoreError } from 'petstore-client'
@@ -372,6 +374,7 @@ describe('the packed client, installed into a new project', { timeout: 60_000 },
       assert.deepEqual(result.paged, result.listed)
       assert.equal(new Set(result.listed).size, result.listed.length)
       assert.match(result.missing, /^404 not_found \S+$/)
+      assert.equal(result.preferred, 1, 'prefer is in the published types; production ignores it')
     })
   }
 })
