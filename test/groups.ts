@@ -65,11 +65,17 @@ export const ISOLATED = [
 ]
 export const POSTGRES_RUN = [...ENGINE_HTTP, ...POSTGRES_ONLY]
 /**
- * The fleet behind HAProxy runs where operators run a fleet, behind PgBouncer (D19, D20): in the
- * PgBouncer run only, when there is one (else in the direct run). Twice, they were the two
- * longest files of `npm test` and a tenth of its CPU, for what the pooler does not change.
+ * The fleet behind HAProxy, and the other tests of several instances on one database, run where
+ * operators run several instances, behind PgBouncer (D19, D20): in the PgBouncer run only, when
+ * there is one (else in the direct run). Twice, they were the longest files of `npm test` and a
+ * sixth of its CPU, for what the pooler does not change; the store contract runs on both.
  */
-export const FLEET_BEHIND_PGBOUNCER = ['test/scale/fleet.test.ts', 'test/scale/fleet-trace.test.ts']
+export const FLEET_BEHIND_PGBOUNCER = [
+  'test/scale/fleet.test.ts',
+  'test/scale/fleet-trace.test.ts',
+  'test/scale/instances.test.ts',
+  'test/scale/auth-fleet.test.ts',
+]
 /**
  * The fleet runs behind PgBouncer too, as operators run one. In the PgBouncer run,
  * connection-loss.test.ts puts a private PgBouncer of its own in front, one
