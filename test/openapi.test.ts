@@ -35,7 +35,7 @@ interface Operation {
 
 interface Document {
   openapi: string
-  servers?: { url: string }[]
+  servers?: { url: string; variables?: Record<string, { default: string }> }[]
   security?: Record<string, string[]>[]
   paths: Record<string, Record<string, Operation>>
   components: {
@@ -115,9 +115,17 @@ describe('operations', () => {
       { path: '/pets', method: 'post', operationId: 'createPet', tags: ['animals'] },
       { path: '/pets/{petId}', method: 'get', operationId: 'getPet', tags: ['animals'] },
     ])
+  })
+
+  test('servers: this deployment first, then production and staging by their base addresses', () => {
+    // servers[0] is what /docs's "Try it out" and most generated clients use (D1).
     assert.deepStrictEqual(
-      served.servers?.map(({ url }) => url),
-      ['/v1'],
+      served.servers?.map(({ url, variables }) => [url, variables?.[url.slice(1, -1)]?.default]),
+      [
+        ['/v1', undefined],
+        ['{base_url}', 'https://petstore.example.net/v1'],
+        ['{staging_base_url}', 'https://staging.petstore.example.net/v1'],
+      ],
     )
   })
 
