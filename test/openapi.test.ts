@@ -31,6 +31,7 @@ interface Operation {
   deprecated?: boolean
   security?: unknown
   requestBody?: { required?: boolean; content?: Record<string, { schema?: Reference }> }
+  parameters?: Reference[]
   responses: Record<string, Response | Reference>
 }
 
@@ -48,6 +49,7 @@ interface Document {
     headers: Record<string, { description: string; schema: { type: string }; example: unknown }>
     examples: Record<string, Example>
     responses: Record<string, Response>
+    parameters?: Record<string, { in: string; required: boolean; description: string }>
   }
 }
 
@@ -137,6 +139,31 @@ describe('operations', () => {
     assert.deepStrictEqual(served.security, [{ bearerAuth: [] }])
     for (const { operation } of operations(served)) {
       assert.equal(operation.security, undefined, `${operation.operationId} overrides security`)
+    }
+  })
+
+  test('each refers to the staging-only Prefer header parameter, written once under components', () => {
+    for (const { operation } of operations(served)) {
+      assert.ok(
+        operation.parameters?.some(({ $ref }) => $ref === '#/components/parameters/Prefer'),
+        `${operation.operationId} does not refer to Prefer`,
+      )
+    }
+    const prefer = served.components.parameters?.Prefer
+    assert.equal(prefer?.in, 'header')
+    assert.equal(prefer?.required, false)
+    assert.match(prefer?.description ?? '', /staging only/)
+    assert.match(prefer?.description ?? '', /Preference-Applied/)
+  })
+
+  test('Prefer is documented, not validated: production answers as if it were not there', async () => {
+    // The parameter is added to the document only (src/contract/prefer.ts), so no route gains a
+    // validation step for it, and production ignores it.
+    for (const path of ['/v1/pets', '/v1/pets/1', '/v1/pets?limit=1']) {
+      const response = await server.request(path, { headers: { prefer: 'code=oops, delay=-1' } })
+      await response.body?.cancel()
+      assert.ok(response.status === 200 || response.status === 404, `${path}: ${response.status}`)
+      assert.equal(response.headers.get('preference-applied'), null, path)
     }
   })
 
@@ -374,12 +401,16 @@ test('every schema a route declares, as the OpenAPI document shows it, is valid 
     await readFile(new URL('../docs/openapi.json', import.meta.url), 'utf8'),
   ) as {
     paths: Record<string, Record<string, OperationSchemas>>
-    components: { schemas: Record<string, object> }
+    components: { schemas: Record<string, object>; parameters: Record<string, Parameter> }
   }
   const schemas: [string, object][] = Object.entries(document.components.schemas)
+  for (const [name, parameter] of Object.entries(document.components.parameters)) {
+    schemas.push([`components.parameters.${name}`, parameter.schema])
+  }
   for (const [path, operations] of Object.entries(document.paths)) {
     for (const [method, operation] of Object.entries(operations)) {
       for (const parameter of operation.parameters ?? []) {
+        if ('$ref' in parameter) continue // a component, above
         schemas.push([`${method} ${path} ${parameter.name}`, parameter.schema])
       }
       for (const [type, { schema }] of Object.entries(operation.requestBody?.content ?? {})) {
@@ -394,7 +425,12 @@ test('every schema a route declares, as the OpenAPI document shows it, is valid 
   }
 })
 
+interface Parameter {
+  name: string
+  schema: object
+}
+
 interface OperationSchemas {
-  parameters?: { name: string; schema: object }[]
+  parameters?: (Parameter | { $ref: string })[]
   requestBody?: { content: Record<string, { schema: object }> }
 }

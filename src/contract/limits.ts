@@ -44,3 +44,9 @@ export const AUTHORIZATION_MAX_LENGTH = 512
 
 /** Longest key PETSTORE_API_KEYS may hold: what fits `Bearer <key>` within that field. */
 export const API_KEY_MAX_LENGTH = AUTHORIZATION_MAX_LENGTH - 'Bearer '.length
+
+/**
+ * Longest `Prefer: delay=<ms>` honoured, in staging only (contract/prefer.ts): long enough to
+ * trip a client's timeout, short enough that a mistyped delay does not hold a connection long.
+ */
+export const PREFER_DELAY_MAX_MS = 10_000
