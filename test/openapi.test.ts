@@ -7,6 +7,7 @@ import { Ajv } from 'ajv'
 import { GetPetParams, ListPetsQuery, sharedSchemas } from '../src/contract/schemas.ts'
 import { type ErrorCode, errorBody, errorCatalog, errorCodes } from '../src/errors.ts'
 import { CreatePetHeaders } from '../src/http/routes/pets.ts'
+import { validatorCompiler } from '../src/http/validation.ts'
 import { startServer, type TestServer } from './helpers/server.ts'
 
 interface Reference {
@@ -30,12 +31,13 @@ interface Operation {
   deprecated?: boolean
   security?: unknown
   requestBody?: { required?: boolean; content?: Record<string, { schema?: Reference }> }
+  parameters?: Reference[]
   responses: Record<string, Response | Reference>
 }
 
 interface Document {
   openapi: string
-  servers?: { url: string }[]
+  servers?: { url: string; variables?: Record<string, { default: string }> }[]
   security?: Record<string, string[]>[]
   paths: Record<string, Record<string, Operation>>
   components: {
@@ -47,6 +49,7 @@ interface Document {
     headers: Record<string, { description: string; schema: { type: string }; example: unknown }>
     examples: Record<string, Example>
     responses: Record<string, Response>
+    parameters?: Record<string, { in: string; required: boolean; description: string }>
   }
 }
 
@@ -115,9 +118,17 @@ describe('operations', () => {
       { path: '/pets', method: 'post', operationId: 'createPet', tags: ['animals'] },
       { path: '/pets/{petId}', method: 'get', operationId: 'getPet', tags: ['animals'] },
     ])
+  })
+
+  test('servers: this deployment first, then production and staging by their base addresses', () => {
+    // servers[0] is what /docs's "Try it out" and most generated clients use (D1).
     assert.deepStrictEqual(
-      served.servers?.map(({ url }) => url),
-      ['/v1'],
+      served.servers?.map(({ url, variables }) => [url, variables?.[url.slice(1, -1)]?.default]),
+      [
+        ['/v1', undefined],
+        ['{base_url}', 'https://petstore.example.net/v1'],
+        ['{staging_base_url}', 'https://staging.petstore.example.net/v1'],
+      ],
     )
   })
 
@@ -128,6 +139,31 @@ describe('operations', () => {
     assert.deepStrictEqual(served.security, [{ bearerAuth: [] }])
     for (const { operation } of operations(served)) {
       assert.equal(operation.security, undefined, `${operation.operationId} overrides security`)
+    }
+  })
+
+  test('each refers to the staging-only Prefer header parameter, written once under components', () => {
+    for (const { operation } of operations(served)) {
+      assert.ok(
+        operation.parameters?.some(({ $ref }) => $ref === '#/components/parameters/Prefer'),
+        `${operation.operationId} does not refer to Prefer`,
+      )
+    }
+    const prefer = served.components.parameters?.Prefer
+    assert.equal(prefer?.in, 'header')
+    assert.equal(prefer?.required, false)
+    assert.match(prefer?.description ?? '', /staging only/)
+    assert.match(prefer?.description ?? '', /Preference-Applied/)
+  })
+
+  test('Prefer is documented, not validated: production answers as if it were not there', async () => {
+    // The parameter is added to the document only (src/contract/prefer.ts), so no route gains a
+    // validation step for it, and production ignores it.
+    for (const path of ['/v1/pets', '/v1/pets/1', '/v1/pets?limit=1']) {
+      const response = await server.request(path, { headers: { prefer: 'code=oops, delay=-1' } })
+      await response.body?.cancel()
+      assert.ok(response.status === 200 || response.status === 404, `${path}: ${response.status}`)
+      assert.equal(response.headers.get('preference-applied'), null, path)
     }
   })
 
@@ -191,20 +227,43 @@ describe('operations', () => {
 })
 
 describe('examples and references', () => {
-  test('every header of every response is a reference to components.headers', () => {
+  test('a header always sent is a required reference; an optional one is written out, not required', () => {
+    // openapi-typescript types every $ref'd header as present (src/contract/components.ts), so
+    // the optional ones must not be references; test/contract/generated-types.test.ts checks the
+    // types that come of it.
+    const optional = new Set<string>()
     let checked = 0
     for (const { operation } of operations(served)) {
       for (const status of Object.keys(operation.responses)) {
         for (const [name, header] of Object.entries(response(operation, status)?.headers ?? {})) {
-          assert.ok(header.$ref, `${operation.operationId} ${status} writes ${name} out in full`)
-          const target = resolve<{ description: string; example: unknown }>(header, 'headers')
-          assert.ok(target.description, `${header.$ref} has no description`)
-          assert.notEqual(target.example, undefined, `${header.$ref} has no example`)
+          const where = `${operation.operationId} ${status} ${name}`
+          const target = resolve<{ description: string; example: unknown; required?: boolean }>(
+            header,
+            'headers',
+          )
+          assert.ok(target.description, `${where} has no description`)
+          assert.notEqual(target.example, undefined, `${where} has no example`)
+          if (header.$ref === undefined) {
+            assert.notEqual(target.required, true, `${where} is required but written out`)
+            optional.add(`${operation.operationId} ${name}`)
+          } else {
+            assert.equal(target.required, true, `${where} is a reference but not required`)
+          }
           checked++
         }
       }
     }
     assert.ok(checked > 20, `only ${checked} headers`)
+    assert.deepStrictEqual([...optional].sort(), [
+      'createPet Idempotent-Replayed',
+      'createPet RateLimit',
+      'createPet RateLimit-Policy',
+      'getPet RateLimit',
+      'getPet RateLimit-Policy',
+      'listPets Link',
+      'listPets RateLimit',
+      'listPets RateLimit-Policy',
+    ])
   })
 
   test('every error response is a reference to components.responses', () => {
@@ -316,6 +375,25 @@ test('every schema of the contract is valid JSON Schema (the service skips this 
   assert.equal(ajv.validateSchema({ type: 'integer', minimum: 'one' }), false, 'it can fail')
 })
 
+test('the Idempotency-Key schema is for the document only: the handler alone judges a key', () => {
+  // With its pattern and lengths, Ajv would refuse these before the handler (another message),
+  // and `k, "k"` (the field sent twice, joined by Node) which the handler accepts.
+  const property = CreatePetHeaders.properties['Idempotency-Key']
+  const sent = ['two words', '', 'k, "k"', 'k'.repeat(256)]
+  const ajv = new Ajv({ formats: { int64: true } })
+  const strict = ajv.compile(property)
+  for (const value of sent) assert.equal(strict(value), false, value)
+  const validate = validatorCompiler(sharedSchemas)({
+    schema: CreatePetHeaders,
+    httpPart: 'headers',
+    method: 'POST',
+    url: '/v1/pets',
+  }) as (data: unknown) => boolean
+  for (const value of sent) {
+    assert.equal(validate({ 'idempotency-key': value, 'Idempotency-Key': value }), true, value)
+  }
+})
+
 test('every schema a route declares, as the OpenAPI document shows it, is valid JSON Schema', async () => {
   // The document is written from every route's schemas, so a route added later is covered here
   // even if the list above forgets it.
@@ -323,12 +401,16 @@ test('every schema a route declares, as the OpenAPI document shows it, is valid 
     await readFile(new URL('../docs/openapi.json', import.meta.url), 'utf8'),
   ) as {
     paths: Record<string, Record<string, OperationSchemas>>
-    components: { schemas: Record<string, object> }
+    components: { schemas: Record<string, object>; parameters: Record<string, Parameter> }
   }
   const schemas: [string, object][] = Object.entries(document.components.schemas)
+  for (const [name, parameter] of Object.entries(document.components.parameters)) {
+    schemas.push([`components.parameters.${name}`, parameter.schema])
+  }
   for (const [path, operations] of Object.entries(document.paths)) {
     for (const [method, operation] of Object.entries(operations)) {
       for (const parameter of operation.parameters ?? []) {
+        if ('$ref' in parameter) continue // a component, above
         schemas.push([`${method} ${path} ${parameter.name}`, parameter.schema])
       }
       for (const [type, { schema }] of Object.entries(operation.requestBody?.content ?? {})) {
@@ -343,7 +425,12 @@ test('every schema a route declares, as the OpenAPI document shows it, is valid 
   }
 })
 
+interface Parameter {
+  name: string
+  schema: object
+}
+
 interface OperationSchemas {
-  parameters?: { name: string; schema: object }[]
+  parameters?: (Parameter | { $ref: string })[]
   requestBody?: { content: Record<string, { schema: object }> }
 }

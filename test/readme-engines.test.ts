@@ -49,9 +49,15 @@ test("the README's harmless EBADENGINE warnings are exactly those npm gives on t
 
   const dir = await tempDir()
   try {
-    // The install's inputs only: the manifests of the root and its workspace, and the lockfile.
+    // The install's inputs only: the manifests of the root and its workspaces, and the lockfile.
     await mkdir(join(dir.path, 'client'))
-    for (const file of ['package.json', 'package-lock.json', 'client/package.json']) {
+    await mkdir(join(dir.path, 'scripts/openapi-typescript'), { recursive: true })
+    for (const file of [
+      'package.json',
+      'package-lock.json',
+      'client/package.json',
+      'scripts/openapi-typescript/package.json',
+    ]) {
       await copyFile(join(ROOT, file), join(dir.path, file))
     }
     const { stderr } = await run(

@@ -1,9 +1,10 @@
-// The OpenAPI document writes each header, error example and error response once, under
-// `components`, and the operations refer to them with `$ref`. The routes declare responses in
-// full (Fastify serialises with them; contract/responses.ts); @fastify/swagger writes them out
-// in full on every response (30 KB for three operations), so this pass, run once when the
-// document is built, moves them into `components`. Nothing here describes a response itself:
-// headers come from `headers`, examples from the error catalog.
+// The OpenAPI document writes each header that is always present, each error example and each
+// error response once, under `components`, and the operations refer to them with `$ref`; an
+// optional header is written out where it is used (headerObject below says why). The routes
+// declare responses in full (Fastify serialises with them; contract/responses.ts);
+// @fastify/swagger writes them out in full on every response (30 KB for three operations), so
+// this pass, run once when the document is built, moves them into `components`. Nothing here
+// describes a response itself: headers come from `headers`, examples from the error catalog.
 import { isDeepStrictEqual } from 'node:util'
 import { type ErrorCode, errorCodes } from '../errors.ts'
 import { errorExample, type HeaderSpec, headers } from './responses.ts'
@@ -41,13 +42,29 @@ function pascalCase(code: string): string {
     .join('')
 }
 
+/**
+ * A header as the document writes it. One that every response declaring it carries is
+ * `required` and written once under components. An optional one is written out on each response
+ * that may carry it, without `required`: openapi-typescript types a `$ref`'d response header as
+ * always present, whatever the component says (its transform/response-object: `"$ref" in
+ * headerObject || headerObject.required` decides the `?`), and a Reference Object cannot carry
+ * `required` beside its `$ref`.
+ */
 function headerObject(spec: HeaderSpec) {
-  return { description: spec.description, schema: { type: spec.type }, example: spec.example }
+  return {
+    description: spec.description,
+    ...(spec.required ? { required: true } : {}),
+    schema: { type: spec.type },
+    example: spec.example,
+  }
 }
 
 /** The header specs, by the description @fastify/swagger copies onto every use of one. */
 const headerByDescription = new Map(
-  Object.entries(headers).map(([key, spec]) => [spec.description, componentName(key)]),
+  Object.entries(headers).map(([key, spec]) => [
+    spec.description,
+    { name: componentName(key), spec },
+  ]),
 )
 
 /** What the document refers to: only those are written under components. */
@@ -58,10 +75,11 @@ interface Used {
 
 function headerRef(header: unknown, used: Used): unknown {
   const description = (header as { description?: unknown }).description
-  const name = typeof description === 'string' ? headerByDescription.get(description) : undefined
-  if (name === undefined) return header
-  used.headers.add(name)
-  return { $ref: `#/components/headers/${name}` }
+  const known = typeof description === 'string' ? headerByDescription.get(description) : undefined
+  if (known === undefined) return header
+  if (!known.spec.required) return headerObject(known.spec)
+  used.headers.add(known.name)
+  return { $ref: `#/components/headers/${known.name}` }
 }
 
 function exampleRefs(media: MediaType, used: Used): MediaType {

@@ -24,6 +24,13 @@ export const GET_PET_SUNSET_AT = new Date('2030-12-05T00:00:00Z')
 /** Idempotency-Key (D14): 1–255 visible ASCII characters, as the draft allows. */
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255
 
+/**
+ * An Idempotency-Key's characters (D14): visible ASCII, 0x21–0x7E; its length is checked apart,
+ * against IDEMPOTENCY_KEY_MAX_LENGTH. routes/idempotency.ts tests keys with it, and its source is
+ * the `pattern` the OpenAPI document shows. A literal, as test/redos.test.ts asks.
+ */
+export const IDEMPOTENCY_KEY_CHARACTERS = /^[\x21-\x7E]+$/
+
 /** Idempotency records expire this long after the first request, unless PETSTORE_IDEMPOTENCY_TTL says (D14). */
 export const IDEMPOTENCY_TTL_DEFAULT_SECONDS = 24 * 60 * 60
 export const IDEMPOTENCY_TTL_MAX_SECONDS = 7 * 24 * 60 * 60
@@ -37,3 +44,9 @@ export const AUTHORIZATION_MAX_LENGTH = 512
 
 /** Longest key PETSTORE_API_KEYS may hold: what fits `Bearer <key>` within that field. */
 export const API_KEY_MAX_LENGTH = AUTHORIZATION_MAX_LENGTH - 'Bearer '.length
+
+/**
+ * Longest `Prefer: delay=<ms>` honoured, in staging only (contract/prefer.ts): long enough to
+ * trip a client's timeout, short enough that a mistyped delay does not hold a connection long.
+ */
+export const PREFER_DELAY_MAX_MS = 10_000

@@ -36,6 +36,45 @@ ${errorTable}
 
 **Tracing.** Every response carries \`X-Request-Id\`; send your own (1–128 of \`A-Z a-z 0-9 . _ : -\`) to have it echoed.`
 
+/**
+ * Production and staging share the paths and differ only in base address, which the interface
+ * calls {base_url} and {staging_base_url}: server variables, whose defaults are placeholders for
+ * the reader to replace (under example.net, a reserved name: redocly's no-server-example.com
+ * refuses example.com). "This deployment" comes first, relative (D1): every deployment serves
+ * this document, and a relative server is relative to where the document was fetched, so
+ * servers[0] is the deployment the reader asked; /docs's "Try it out" uses servers[0], and the
+ * page's CSP lets it reach its own origin only. A client generated from the file, whose tools
+ * default to servers[0], gets `/v1` with no host and must be told which environment it talks to,
+ * rather than being pointed at a placeholder, or at production, without being asked.
+ */
+const servers: {
+  url: string
+  description: string
+  variables?: Record<string, { default: string; description: string }>
+}[] = [
+  { url: '/v1', description: 'This deployment: the one that served this document.' },
+  {
+    url: '{base_url}',
+    description: 'Production.',
+    variables: {
+      base_url: {
+        default: 'https://petstore.example.net/v1',
+        description: 'The production base address, ending in the version segment `/v1`.',
+      },
+    },
+  },
+  {
+    url: '{staging_base_url}',
+    description: 'Staging: the same paths as production, at another base address.',
+    variables: {
+      staging_base_url: {
+        default: 'https://staging.petstore.example.net/v1',
+        description: 'The staging base address, ending in the version segment `/v1`.',
+      },
+    },
+  },
+]
+
 export const openapiDefinition = {
   openapi: '3.1.0',
   info: {
@@ -44,9 +83,7 @@ export const openapiDefinition = {
     description,
     license: { name: 'MIT', identifier: 'MIT' },
   },
-  // Production and staging share these paths and differ only in host; the document is served
-  // by each deployment, so the server is relative to it.
-  servers: [{ url: '/v1', description: 'This deployment' }],
+  servers,
   tags: [{ name: 'animals', description: 'The store’s animals.' }],
   components: {
     securitySchemes: {

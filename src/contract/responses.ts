@@ -11,6 +11,13 @@ export interface HeaderSpec {
   description: string
   /** What the header looks like on a response, shown in the reference. */
   example: string | number
+  /**
+   * Whether every response that declares the header carries it. The document marks those
+   * `required` and refers to them under components; an optional one is written out where it is
+   * used (contract/components.ts), because openapi-typescript types every `$ref`'d header as
+   * present, whatever the component says.
+   */
+  required: boolean
 }
 
 export const headers = {
@@ -19,68 +26,85 @@ export const headers = {
     description:
       'Identifies this request in the logs. A well-formed `X-Request-Id` sent by the client (1–128 of `A-Z a-z 0-9 . _ : -`) is echoed; otherwise one is generated.',
     example: '0b6f2a8e-3c41-4d7a-9f2e-5a1c8e7d9b20',
+    required: true,
   },
   rateLimitPolicy: {
     type: 'string',
     description:
       'The request budget of the API key (IETF draft-ietf-httpapi-ratelimit-headers-10), e.g. `"default";q=600;w=60`: quota `q` requests per window of `w` seconds. Absent when rate limiting is off.',
     example: '"default";q=600;w=60',
+    required: false,
   },
   rateLimit: {
     type: 'string',
     description:
       'What is left of the budget (draft-10), e.g. `"default";r=599;t=42`: `r` requests remaining, `t` seconds until the window resets. Absent when rate limiting is off.',
     example: '"default";r=599;t=42',
+    required: false,
   },
   link: {
     type: 'string',
     description:
       'RFC 8288 links. On listPets, `rel="next"` is present when more animals follow and carries the cursor (keeping `limit` and `status`).',
     example: '</v1/pets?limit=20&cursor=eyJhZnRlciI6MjB9>; rel="next"',
+    required: false,
   },
   location: {
     type: 'string',
     description: 'The new animal: `/v1/pets/{id}`.',
     example: '/v1/pets/42',
+    required: true,
   },
   idempotentReplayed: {
     type: 'string',
     description:
       '`true` when this is the stored answer to an earlier request with the same `Idempotency-Key` (no new animal was made); absent otherwise.',
     example: 'true',
+    required: false,
   },
   wwwAuthenticate: {
     type: 'string',
     description:
       'RFC 6750 challenge: `Bearer realm="petstore"` when no credentials came, with `error="invalid_token"` when a key came and is not valid.',
     example: 'Bearer realm="petstore"',
+    required: true,
   },
   retryAfter: {
     type: 'integer',
     description: 'Seconds until the budget resets (RFC 9110).',
     example: 42,
+    required: true,
   },
   retryAfterInUse: {
     type: 'integer',
     description: 'Seconds to wait before retrying with the same key (RFC 9110): 1.',
     example: 1,
+    required: true,
   },
   retryAfterUnavailable: {
     type: 'integer',
     description:
       'Seconds to wait before retrying (RFC 9110): 1 when the service is overloaded or its database cannot be reached, 10 when the database cannot write (a full or read-only disk).',
     example: 1,
+    required: true,
   },
-  allow: { type: 'string', description: 'The methods the route has.', example: 'GET, HEAD, POST' },
+  allow: {
+    type: 'string',
+    description: 'The methods the route has.',
+    example: 'GET, HEAD, POST',
+    required: true,
+  },
   deprecation: {
     type: 'string',
     description: 'RFC 9745 structured date of the deprecation, `@<unix seconds>`.',
     example: '@1795305600',
+    required: true,
   },
   sunset: {
     type: 'string',
     description: 'RFC 8594: the removal instant, `Thu, 05 Dec 2030 00:00:00 GMT`.',
     example: 'Thu, 05 Dec 2030 00:00:00 GMT',
+    required: true,
   },
   deprecationLink: {
     type: 'string',
@@ -88,6 +112,7 @@ export const headers = {
       'RFC 8288 links: `rel="deprecation"` and `rel="sunset"` to the documentation, `rel="successor-version"` to `/v1/pets`.',
     example:
       '</docs#/animals/getPet>; rel="deprecation"; type="text/html", </docs#/animals/getPet>; rel="sunset"; type="text/html", </v1/pets>; rel="successor-version"',
+    required: true,
   },
 } satisfies Record<string, HeaderSpec>
 

@@ -47,6 +47,25 @@ function numbersFromText(data: unknown): unknown {
   return values
 }
 
+/** The keyword documentedOnly() sets; Fastify's copy of a headers schema keeps it. */
+const DOCUMENTED_ONLY = 'x-petstore-documented-only'
+
+/**
+ * Marks a route part's schema as documentation only: the OpenAPI document shows it, and the
+ * validator compiler does not check requests against it. For a part the handler reads and judges
+ * itself, with its own rule and message (createPet's Idempotency-Key, routes/idempotency.ts):
+ * Ajv would refuse first, with another message, and would refuse what the handler accepts (the
+ * field sent twice with the same value reaches Ajv as Node's two lines joined with ", "). Until
+ * the mark, only chance kept it from refusing: Fastify hands a custom compiler the headers schema
+ * as written, so its `Idempotency-Key` never met Node's lowercased `idempotency-key`.
+ */
+export function documentedOnly<T extends object>(schema: T): T {
+  return Object.assign(schema, { [DOCUMENTED_ONLY]: true })
+}
+
+/** The validator of a documented-only part: every request passes, as if it had no schema. */
+const passes = () => true
+
 /**
  * The compiler Fastify calls for each route part (`setValidatorCompiler`), with the contract's
  * shared schemas, which the routes' schemas refer to by `$ref`, added to its Ajv instances.
@@ -61,6 +80,7 @@ export function validatorCompiler(
     textAjv.addSchema(schema)
   }
   return ({ schema, httpPart }) => {
+    if (typeof schema === 'object' && DOCUMENTED_ONLY in schema) return passes
     if (httpPart !== 'querystring' && httpPart !== 'params') return bodyAjv.compile(schema)
     const validate: ValidateFunction = textAjv.compile(schema)
     const validateText = (data: unknown) => {

@@ -4,6 +4,7 @@ import swagger from '@fastify/swagger'
 import fp from 'fastify-plugin'
 import { referenceComponents } from '../../contract/components.ts'
 import { openapiDefinition } from '../../contract/openapi.ts'
+import { withPreferParameter } from '../../contract/prefer.ts'
 import {
   DOCUMENT_CACHE_CONTROL,
   type FixedBody,
@@ -24,10 +25,13 @@ export const openapi = fp(async (app) => {
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`),
     },
-    // Each header, error example and error response written once, under components.
+    // Each header always sent, error example and error response written once, under
+    // components; every operation's staging-only Prefer parameter (contract/prefer.ts).
     // The document is OpenAPI 3.1 (openapiDefinition), so it is always `openapiObject`.
     transformObject: (document) =>
-      referenceComponents('openapiObject' in document ? document.openapiObject : {}),
+      withPreferParameter(
+        referenceComponents('openapiObject' in document ? document.openapiObject : {}),
+      ),
   })
   // Built on first use: app.swagger() needs every route in. The same bytes and ETag on each
   // answer, here and at /docs/json.

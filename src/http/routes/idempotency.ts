@@ -1,24 +1,21 @@
 // D14: what createPet needs to honour an Idempotency-Key (draft-ietf-httpapi-idempotency-key-header):
 // the key as sent, and a fingerprint of the request it was sent with.
 import { hash } from 'node:crypto'
-import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../contract/limits.ts'
+import { IDEMPOTENCY_KEY_CHARACTERS, IDEMPOTENCY_KEY_MAX_LENGTH } from '../../contract/limits.ts'
 import type { NewPet } from '../../contract/schemas.ts'
 import { ApiError } from '../../errors.ts'
 import type { IdempotencyClaim } from '../../store/store.ts'
 import { petJsonAroundId } from './pets-json.ts'
 
-/** Visible ASCII characters (0x21–0x7E); the length is checked apart, against the limit. */
-const VISIBLE_ASCII = /^[\x21-\x7E]+$/
 /** The draft's structured-field form (RFC 9651 §3.3.3): a quoted string, `\"` and `\\` escaped. */
 const QUOTED = /^"((?:[\x20\x21\x23-\x5B\x5D-\x7E]|\\["\\])*)"$/
 
-const RULE =
-  'the Idempotency-Key header must be 1 to 255 visible ASCII characters (0x21–0x7E), optionally as a quoted string'
+const RULE = `the Idempotency-Key header must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters (0x21–0x7E), optionally as a quoted string`
 
 function parseOne(value: string): string {
   const quoted = QUOTED.exec(value)
   const key = quoted === null ? value : (quoted[1] ?? '').replace(/\\(["\\])/g, '$1')
-  if (key.length > IDEMPOTENCY_KEY_MAX_LENGTH || !VISIBLE_ASCII.test(key))
+  if (key.length > IDEMPOTENCY_KEY_MAX_LENGTH || !IDEMPOTENCY_KEY_CHARACTERS.test(key))
     throw new ApiError('invalid_request', RULE)
   return key
 }

@@ -2,7 +2,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { Clock } from '../../clock.ts'
-import { GET_PET_DEPRECATED_AT, GET_PET_SUNSET_AT, LIST_LIMIT } from '../../contract/limits.ts'
+import {
+  GET_PET_DEPRECATED_AT,
+  GET_PET_SUNSET_AT,
+  IDEMPOTENCY_KEY_CHARACTERS,
+  IDEMPOTENCY_KEY_MAX_LENGTH,
+  LIST_LIMIT,
+} from '../../contract/limits.ts'
 import {
   commonErrorResponses,
   errorResponse,
@@ -13,6 +19,7 @@ import { GetPetParams, ListPetsQuery, NewPet, Pet, Pets, ref } from '../../contr
 import { ApiError } from '../../errors.ts'
 import type { Store } from '../../store/store.ts'
 import type { Deprecation } from '../plugins/deprecation.ts'
+import { documentedOnly } from '../validation.ts'
 import { decodeCursor, nextPageLink } from './cursor.ts'
 import { createClaim, readIdempotencyKey } from './idempotency.ts'
 import { petJson, petsJson } from './pets-json.ts'
@@ -35,17 +42,22 @@ export interface PetRoutesOptions {
 }
 
 /**
- * Declared for the OpenAPI document only: every header arrives as a string, so this never
- * refuses one; the handler reads the field lines themselves (routes/idempotency.ts).
+ * For the OpenAPI document only (documentedOnly: the validator compiler skips it): the handler
+ * reads the field lines themselves and is the one judge of a key (routes/idempotency.ts). The
+ * schema describes the plain form; its description says that the quoted form is accepted too.
  */
-export const CreatePetHeaders = Type.Object({
-  'Idempotency-Key': Type.Optional(
-    Type.String({
-      description:
-        'Makes the create safe to retry (draft-ietf-httpapi-idempotency-key-header): 1–255 visible ASCII characters (0x21–0x7E), or that as a quoted string (`"abc"` is the key `abc`). A repeat with the same key and the same body from the same API key, within 24 hours, gets the first answer again (same status, body and `Location`, plus `Idempotent-Replayed: true`) and makes no second animal; the same key with another body is a 422 `idempotency_key_reused`; a repeat while the first is still being processed waits for it, or gets a 409 `idempotency_key_in_use`. Keys are scoped to the API key. Failures (4xx, 5xx) are not recorded, so a retry runs again.',
-    }),
-  ),
-})
+export const CreatePetHeaders = documentedOnly(
+  Type.Object({
+    'Idempotency-Key': Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: IDEMPOTENCY_KEY_MAX_LENGTH,
+        pattern: IDEMPOTENCY_KEY_CHARACTERS.source,
+        description: `Makes the create safe to retry (draft-ietf-httpapi-idempotency-key-header): 1–${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters (0x21–0x7E), or that as a quoted string (\`"abc"\` is the key \`abc\`): the schema describes the plain form, and the quoted one is accepted too. A repeat with the same key and the same body from the same API key, within 24 hours, gets the first answer again (same status, body and \`Location\`, plus \`Idempotent-Replayed: true\`) and makes no second animal; the same key with another body is a 422 \`idempotency_key_reused\`; a repeat while the first is still being processed waits for it, or gets a 409 \`idempotency_key_in_use\`. Keys are scoped to the API key. Failures (4xx, 5xx) are not recorded, so a retry runs again.`,
+      }),
+    ),
+  }),
+)
 
 export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (
   app,
