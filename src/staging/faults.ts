@@ -3,12 +3,14 @@
 // 503 and 2% 429, and holds 10% for 200 ms more. The answer and the delay are drawn apart: a
 // request may be both held and answered 503.
 
+import { PREFER_DELAY_MAX_MS } from '../contract/limits.ts'
+
 /** Statuses every operation documents (contract/responses.ts, commonErrorResponses). */
 export const FAULT_STATUSES = [429, 500, 503] as const
 export type FaultStatus = (typeof FAULT_STATUSES)[number]
 
-/** The most a delay holds an answer, for `Prefer: delay` and for these faults alike. */
-export const MAX_DELAY_MS = 10_000
+/** A fault's delay is bounded as `Prefer: delay` is. */
+const MAX_DELAY_MS = PREFER_DELAY_MAX_MS
 
 export interface StagingFaults {
   /** Each status with its rate (0–1); the rates add up to 1 at most. */

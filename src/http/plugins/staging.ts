@@ -12,9 +12,10 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { onRequestAsyncHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Clock } from '../../clock.ts'
+import { PREFER_DELAY_MAX_MS } from '../../contract/limits.ts'
 import { ApiError, codeForStatus, type ErrorCode, errorCatalog } from '../../errors.ts'
 import type { StagingObserver } from '../../observability/metrics.ts'
-import { drawFault, MAX_DELAY_MS, type StagingFaults } from '../../staging/faults.ts'
+import { drawFault, type StagingFaults } from '../../staging/faults.ts'
 import { readPreferences } from '../../staging/prefer.ts'
 import { INVALID_TOKEN } from './auth.ts'
 import { secondsToWindowEnd } from './rate-limit.ts'
@@ -69,10 +70,10 @@ function rehearsalOf(field: string | undefined, statuses: readonly number[]): Re
       `header Prefer: code must be a status this operation documents: ${statuses.join(', ')} (got "${code}")`,
     )
   }
-  if (delay !== undefined && (!/^\d{1,5}$/.test(delay) || Number(delay) > MAX_DELAY_MS)) {
+  if (delay !== undefined && (!/^\d{1,5}$/.test(delay) || Number(delay) > PREFER_DELAY_MAX_MS)) {
     throw new ApiError(
       'invalid_request',
-      `header Prefer: delay must be whole milliseconds from 0 to ${MAX_DELAY_MS} (got "${delay}")`,
+      `header Prefer: delay must be whole milliseconds from 0 to ${PREFER_DELAY_MAX_MS} (got "${delay}")`,
     )
   }
   return {
