@@ -29,7 +29,7 @@ RUN --mount=type=secret,id=npm_ca \
 
 # ---- The runtime: Node.js, the production dependencies and what `serve` reads ----
 FROM ${BASE}
-ARG VERSION=1.1.0
+ARG VERSION=1.2.0
 ARG SOURCE=
 LABEL org.opencontainers.image.title="petstore" \
       org.opencontainers.image.description="The Petstore HTTP API: list, add and get animals." \
