@@ -289,7 +289,7 @@ async function bindAndRelease(options: ListenOptions): Promise<void> {
 async function withStore<T>(config: Config, work: (store: Store) => Promise<T>): Promise<T> {
   const store = await openStore(config.database)
   try {
-    await prepareSchema(store, config.migrate)
+    await prepareSchema(store, config)
     return await work(store)
   } finally {
     await store.close()
@@ -312,7 +312,7 @@ function migrateCommand(args: string[]): Run {
   return (config, io) =>
     onStore(config, async (store) => {
       // PETSTORE_MIGRATE=off keeps other commands from migrating; this one is how it is done.
-      const run = await store.migrate()
+      const run = await store.migrate(config.env)
       for (const migration of run.applied) {
         io.stdout.write(`${capitalised(appliedNotice(migration).message)}.\n`)
       }
