@@ -62,6 +62,7 @@ export const ISOLATED = [
   'test/rate-limit/fail-open.test.ts',
   'test/store/postgres-disk-full.test.ts',
   'test/readme-engines.test.ts',
+  'test/staging.test.ts',
 ]
 export const POSTGRES_RUN = [...ENGINE_HTTP, ...POSTGRES_ONLY]
 /**
