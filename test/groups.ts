@@ -63,6 +63,7 @@ export const ISOLATED = [
   'test/store/postgres-disk-full.test.ts',
   'test/readme-engines.test.ts',
   'test/contract/generated-types.test.ts',
+  'test/staging.test.ts',
 ]
 export const POSTGRES_RUN = [...ENGINE_HTTP, ...POSTGRES_ONLY]
 /**

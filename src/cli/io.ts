@@ -3,6 +3,7 @@
 // (processIo); the tests run them in-process with input and output of their own and an
 // environment of their own, without a Node.js start per case, and show the real binary (exit
 // codes, the process's streams) separately.
+import { isatty } from 'node:tty'
 
 /** Where a command's text goes: process.stdout or stderr, or a test's capture. */
 export interface TextSink {
@@ -22,6 +23,11 @@ export interface CliIo {
   stderr: TextSink
   /** The configuration's variables (DATABASE_URL, …) and pets' PETSTORE_URL, PETSTORE_API_KEY. */
   env: NodeJS.ProcessEnv
+  /**
+   * Someone is there to answer a question: standard input and standard error are both a
+   * terminal (`staging reset` asks before it deletes). False or absent: nothing is asked.
+   */
+  readonly interactive?: boolean
 }
 
 /** The running process's streams and environment: what `petstore` itself uses. */
@@ -33,4 +39,23 @@ export const processIo: CliIo = {
   stdout: process.stdout,
   stderr: process.stderr,
   env: process.env,
+  // File descriptors, not process.stdin: that opens a stream, which only a question needs.
+  get interactive() {
+    return isatty(0) && isatty(2)
+  },
+}
+
+/**
+ * The first line of `stdin`, without its line end. Reading stops at the end of that line, so
+ * what is typed at a terminal needs no Ctrl-D.
+ */
+export async function firstLine(stdin: TextSource): Promise<string> {
+  const decoder = new TextDecoder()
+  let text = ''
+  for await (const chunk of stdin) {
+    text += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true })
+    if (text.includes('\n')) break
+  }
+  text += decoder.decode()
+  return (text.split('\n', 1)[0] ?? '').replace(/\r$/, '')
 }

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto'
 import { type Pet, type PetStatus, Petstore, PetstoreError } from '../../client/src/index.ts'
 import { PetStatus as PetStatusSchema } from '../contract/schemas.ts'
-import type { CliIo, TextSink, TextSource } from './io.ts'
+import { type CliIo, firstLine, type TextSink, type TextSource } from './io.ts'
 import { formatTable } from './table.ts'
 import { CommandError, parse, UsageError } from './usage.ts'
 
@@ -188,14 +188,7 @@ function newClient(baseUrl: string, apiKey: string, allowInsecureHttp: boolean):
  * so a key typed at a terminal needs no Ctrl-D.
  */
 async function keyFromStdin(stdin: TextSource): Promise<string> {
-  const decoder = new TextDecoder()
-  let text = ''
-  for await (const chunk of stdin) {
-    text += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true })
-    if (text.includes('\n')) break
-  }
-  text += decoder.decode()
-  const key = (text.split('\n', 1)[0] ?? '').trim()
+  const key = (await firstLine(stdin)).trim()
   if (key === '') {
     throw new UsageError('--key - reads the API key from standard input, whose first line is empty')
   }

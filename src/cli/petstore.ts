@@ -1,6 +1,6 @@
 // The `petstore` command: a second entry point into the same config and store (no second loader).
 //   petstore serve | migrate | backup FILE | keys create|list|revoke | pets list|add|get
-//            | --help | --version
+//            | staging reset|seed | --help | --version
 // Exit codes: 0 done; 1 the command could not be carried out (configuration, database, listen,
 // a key that does not exist, an API call that failed); 2 it was called wrongly. Either failure is one line on stderr;
 // only `petstore` alone and --help print a usage text.
@@ -29,6 +29,7 @@ import { openStore } from '../store/open.ts'
 import { type Store, StoreOpenError, StoreUnavailableError } from '../store/store.ts'
 import { type CliIo, processIo } from './io.ts'
 import { PETS_HELP } from './pets-help.ts'
+import { STAGING_HELP, stagingCommand } from './staging.ts'
 import { formatTable } from './table.ts'
 import { CommandError, parse, type UnknownOption, UsageError } from './usage.ts'
 
@@ -42,6 +43,7 @@ Commands:
   keys list [--json]         list keys: id, name, hint, created, state
   keys revoke ID             revoke a key; requests with it get 401 within PETSTORE_KEY_CACHE_MS
   pets list|add|get          call a running service's API (PETSTORE_URL, PETSTORE_API_KEY)
+  staging reset|seed         staging only: delete every pet, or create pets to try it on
 
   petstore <command> --help  the command's own help (also: petstore help <command>)
   petstore --version, -v     the version
@@ -106,9 +108,11 @@ Keys are kept in the database DATABASE_URL names; they are made for PETSTORE_ENV
 (production: petstore_live_…, staging: petstore_staging_…). ${ENVIRONMENT}`,
 
   pets: PETS_HELP,
+
+  staging: STAGING_HELP,
 }
 
-const COMMANDS = ['serve', 'migrate', 'backup', 'keys', 'pets'] as const
+const COMMANDS = ['serve', 'migrate', 'backup', 'keys', 'pets', 'staging'] as const
 type Command = (typeof COMMANDS)[number]
 
 function isCommand(name: string | undefined): name is Command {
@@ -289,7 +293,7 @@ async function bindAndRelease(options: ListenOptions): Promise<void> {
 async function withStore<T>(config: Config, work: (store: Store) => Promise<T>): Promise<T> {
   const store = await openStore(config.database)
   try {
-    await prepareSchema(store, config.migrate)
+    await prepareSchema(store, config)
     return await work(store)
   } finally {
     await store.close()
@@ -312,7 +316,7 @@ function migrateCommand(args: string[]): Run {
   return (config, io) =>
     onStore(config, async (store) => {
       // PETSTORE_MIGRATE=off keeps other commands from migrating; this one is how it is done.
-      const run = await store.migrate()
+      const run = await store.migrate(config.env)
       for (const migration of run.applied) {
         io.stdout.write(`${capitalised(appliedNotice(migration).message)}.\n`)
       }
@@ -486,6 +490,7 @@ const PREPARE: Record<Exclude<Command, 'pets'>, (args: string[]) => Run | Promis
   migrate: migrateCommand,
   backup: backupCommand,
   keys: keysCommand,
+  staging: stagingCommand,
 }
 
 /** The version in package.json, read when asked (no copy of it in the code to fall behind). */

@@ -73,12 +73,8 @@ const passes = () => true
 export function validatorCompiler(
   sharedSchemas: readonly AnySchema[],
 ): FastifySchemaCompiler<AnySchema> {
-  const bodyAjv = new Ajv({ ...ajvOptions, useDefaults: false })
-  const textAjv = new Ajv({ ...ajvOptions, useDefaults: true })
-  for (const schema of sharedSchemas) {
-    bodyAjv.addSchema(schema)
-    textAjv.addSchema(schema)
-  }
+  const bodyAjv = ajvWith(sharedSchemas, false)
+  const textAjv = ajvWith(sharedSchemas, true)
   return ({ schema, httpPart }) => {
     if (typeof schema === 'object' && DOCUMENTED_ONLY in schema) return passes
     if (httpPart !== 'querystring' && httpPart !== 'params') return bodyAjv.compile(schema)
@@ -92,6 +88,24 @@ export function validatorCompiler(
     validateText.errors = null as ValidateFunction['errors']
     return validateText
   }
+}
+
+function ajvWith(sharedSchemas: readonly AnySchema[], useDefaults: boolean): Ajv {
+  const ajv = new Ajv({ ...ajvOptions, useDefaults })
+  for (const schema of sharedSchemas) ajv.addSchema(schema)
+  return ajv
+}
+
+/**
+ * The validator a request body gets (validatorCompiler), for a JSON value that comes another way:
+ * `petstore staging seed --from FILE` checks each pet of its file exactly as createPet checks
+ * its body. describeBodyErrors words what it finds.
+ */
+export function bodyValidator(
+  sharedSchemas: readonly AnySchema[],
+  schema: AnySchema,
+): ValidateFunction {
+  return ajvWith(sharedSchemas, false).compile(schema)
 }
 
 const PART_NAMES: Record<string, string> = {
@@ -128,29 +142,33 @@ function integerRule(where: string, error: ValidationError, part: string): strin
   return `${where} must be an integer${range}, written in plain digits with no leading zero (got ${JSON.stringify(sent)})`
 }
 
-function describeError(error: ValidationError, part: string): string {
+/**
+ * `whole`: what the message calls the value as a whole, "body" for a request's (the CLI checks
+ * pets of a file as bodies, each called by its place in the file).
+ */
+function describeError(
+  error: ValidationError,
+  part: string,
+  whole = PART_NAMES[part] ?? part,
+): string {
   const field = error.instancePath.replace(/^\//, '').replaceAll('/', '.')
   const params = error.params as Record<string, unknown>
-  const where =
-    field === ''
-      ? (PART_NAMES[part] ?? part)
-      : `${part === 'body' ? '' : `${PART_NAMES[part]} `}${field}`
+  const where = field === '' ? whole : `${part === 'body' ? '' : `${whole} `}${field}`
   switch (error.keyword) {
     case 'required':
-      return `${PART_NAMES[part]} "${String(params.missingProperty)}" is required`
+      return `${whole} "${String(params.missingProperty)}" is required`
     case 'additionalProperties': {
       const unknown = unknownFields(error)
       const names = `"${unknown.join('", "')}"`
-      if (part !== 'body')
-        return `unknown ${PART_NAMES[part]}${unknown.length === 1 ? '' : 's'} ${names}`
-      return `body has ${unknown.length === 1 ? 'an unknown field' : 'unknown fields:'} ${names}; a NewPet has only name, categoryId and status`
+      if (part !== 'body') return `unknown ${whole}${unknown.length === 1 ? '' : 's'} ${names}`
+      return `${whole} has ${unknown.length === 1 ? 'an unknown field' : 'unknown fields:'} ${names}; a NewPet has only name, categoryId and status`
     }
     case 'enum':
       return `${where} must be one of ${(params.allowedValues as unknown[]).join(', ')}`
     case 'pattern':
       return `${where} is not valid: ${error.parentSchema?.description ?? 'it does not match its pattern'}`
     case 'type':
-      if (field === '' && part === 'body') return 'body must be a JSON object'
+      if (field === '' && part === 'body') return `${whole} must be a JSON object`
       if (Array.isArray(error.data)) return `${where} must be given once`
       if (params.type === 'integer') return integerRule(where, error, part)
       return `${where} must be a ${String(params.type)}`
@@ -187,4 +205,13 @@ export function formatValidationErrors(
 ): Error {
   const first = errors[0]
   return new Error(first ? describeError(first, part) : `${part} is invalid`)
+}
+
+/**
+ * What bodyValidator found, in the words a body's 400 uses, with `whole` for "body" (for a pet
+ * of a file: "pet has an unknown field "id"", "name is not valid: …").
+ */
+export function describeBodyErrors(errors: ValidateFunction['errors'], whole: string): string {
+  const first = errors?.[0] as ValidationError | undefined
+  return first ? describeError(first, 'body', whole) : `${whole} is invalid`
 }

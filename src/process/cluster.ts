@@ -77,7 +77,7 @@ async function runPrimary(config: Readonly<Config>, count: number): Promise<void
   const log = primaryLogger(config)
   let schemaNotices: SchemaNotice[] = []
   await withStore(config, async (store) => {
-    schemaNotices = await prepareSchema(store, config.migrate)
+    schemaNotices = await prepareSchema(store, config)
   })
   for (const notice of schemaNotices) log.info(notice.fields, notice.message)
   const start = startLine(config, count)

@@ -92,7 +92,7 @@ export async function startInstance(
       : opened
   const schemaNotices = options.prepared
     ? []
-    : await prepareSchema(store, config.migrate).catch(async (err: unknown) => {
+    : await prepareSchema(store, config).catch(async (err: unknown) => {
         // Any failure to prepare the schema (D27: refused, pending, unreachable) ends the start
         // here, with the store closed.
         await store.close()

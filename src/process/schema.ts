@@ -2,8 +2,9 @@
 // PETSTORE_MIGRATE=auto applies what is pending; `off` leaves that to `petstore migrate` (a
 // Kubernetes Job, a pipeline's step) and refuses a database that lacks a migration this release
 // needs. Either way a database a newer release has contracted is refused, and one it has only
-// expanded is served, said once.
-import type { MigrateMode } from '../config.ts'
+// expanded is served, said once. A new database records the process's PETSTORE_ENV as the one
+// that made it (the staging commands, issue 49).
+import type { Config } from '../config.ts'
 import {
   type AppliedMigration,
   blockingMigrations,
@@ -20,10 +21,13 @@ export interface SchemaNotice {
   message: string
 }
 
-/** Migrates or checks, as `mode` says; throws where this release must not go on. */
-export async function prepareSchema(store: Store, mode: MigrateMode): Promise<SchemaNotice[]> {
-  if (mode === 'auto') {
-    const run = await store.migrate()
+/** Migrates or checks, as PETSTORE_MIGRATE says; throws where this release must not go on. */
+export async function prepareSchema(
+  store: Store,
+  config: Pick<Config, 'migrate' | 'env'>,
+): Promise<SchemaNotice[]> {
+  if (config.migrate === 'auto') {
+    const run = await store.migrate(config.env)
     return [...run.applied.map(appliedNotice), ...newerNotice(run.newer)]
   }
   const state = await store.schema()

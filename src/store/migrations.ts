@@ -2,7 +2,9 @@
 // postgres/migrations.ts list their own): the runner over a small per-engine adapter, the ledger
 // of applied migrations (schema_migrations) with what each says of the releases before it, and
 // what a release decides from it: migrate, serve beside a newer release's expand steps, or
-// refuse a database a newer release has contracted.
+// refuse a database a newer release has contracted. And the environment of the process that made
+// the database, recorded once, when its first migrations run (migration 5, the staging commands).
+import type { DeploymentEnv } from '../contract/api-key.ts'
 
 /** One step of an engine's schema (sqlite/migrations.ts, postgres/migrations.ts). */
 export interface Migration {
@@ -129,6 +131,11 @@ export interface MigrationAdapter {
   ledger(): Promise<LedgerEntry[]>
   /** Runs the migration's SQL and records it in the ledger. */
   apply(migration: Migration): Promise<void>
+  /**
+   * Records who made the database (migration 5's one-row table): called once, in the transaction
+   * that made it, after every migration has been applied.
+   */
+  recordEnvironment(environment: DeploymentEnv): Promise<void>
   commit(): Promise<void>
   /** After a failure; never throws, so that the failure is what is reported. */
   rollback(): Promise<void>
@@ -137,11 +144,15 @@ export interface MigrationAdapter {
 /**
  * Applies the migrations not applied yet, in order, in one transaction: all of them or, on a
  * failure, none. Refuses, changing nothing, a database a newer release has taken past what this
- * one may serve (D27).
+ * one may serve (D27). On a new database (an empty ledger) it also records `environment`, the
+ * migrating process's PETSTORE_ENV, in the same transaction: the staging commands change only a
+ * database a staging process made. A database made before migration 5 gets no record (its
+ * ledger was not empty): who made it is unknown, and they refuse it.
  */
 export async function runMigrations(
   adapter: MigrationAdapter,
   migrations: readonly Migration[],
+  environment: DeploymentEnv,
   now: () => number = () => performance.now(),
 ): Promise<MigrationRun> {
   try {
@@ -156,6 +167,7 @@ export async function runMigrations(
       const durationMs = Math.round(now() - started)
       applied.push({ version: migration.version, name: migration.name, durationMs })
     }
+    if (state.applied.length === 0) await adapter.recordEnvironment(environment)
     await adapter.commit()
     return { applied, newer: state.newer }
   } catch (err) {

@@ -4,9 +4,11 @@
 // The store knows nothing of HTTP; it speaks in the contract's types. What it keeps for a replay
 // (D14, StoredOutcome) is the HTTP layer's: numbers and text it stores and returns as given.
 
+import type { DeploymentEnv } from '../contract/api-key.ts'
 import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
 import type { OutageLogger } from '../outage-log.ts'
 import type { MigrationRun, SchemaState } from './migrations.ts'
+import type { StagingData } from './staging.ts'
 
 export interface ListPetsQuery {
   limit: number
@@ -151,11 +153,15 @@ export interface ApiKeyRepository {
 export interface Store {
   readonly pets: PetRepository
   readonly apiKeys: ApiKeyRepository
+  /** Issue 49: a staging database emptied and seeded (staging.ts); not for serving. */
+  readonly staging: StagingData
   /**
    * Applies pending migrations (D27): what it applied, and a newer release's migrations it found
-   * and may serve under. Throws SchemaTooNewError, changing nothing, where it may not.
+   * and may serve under. Throws SchemaTooNewError, changing nothing, where it may not. A new
+   * database records `environment` (the process's PETSTORE_ENV) as the one that made it;
+   * production where the caller has none to give, the side on which staging commands refuse.
    */
-  migrate(): Promise<MigrationRun>
+  migrate(environment?: DeploymentEnv): Promise<MigrationRun>
   /** D27: the schema against this release's migrations, read without changing anything. */
   schema(): Promise<SchemaState>
   /**

@@ -341,7 +341,8 @@ describe('503: Retry-After from an unreachable database', () => {
     // The real store, unreachable for the next `failing` list calls: an outage that heals.
     const store: Store = {
       apiKeys: real.apiKeys,
-      migrate: () => real.migrate(),
+      staging: real.staging,
+      migrate: (environment) => real.migrate(environment),
       schema: () => real.schema(),
       close: () => real.close(),
       ping: () => real.ping(),

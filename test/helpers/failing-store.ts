@@ -42,7 +42,8 @@ export function failingStore(real: Store, replaced: ReplacedOperations): Store {
         ...replaced.apiKeys,
       }
     },
-    migrate: () => real.migrate(),
+    staging: real.staging,
+    migrate: (environment) => real.migrate(environment),
     schema: () => real.schema(),
     ping: replaced.ping ?? (() => real.ping()),
     close: () => real.close(),
@@ -74,7 +75,8 @@ export function countingKeyLookups(real: Store): { store: Store; lookups: () => 
       return real.pets
     },
     apiKeys,
-    migrate: () => real.migrate(),
+    staging: real.staging,
+    migrate: (environment) => real.migrate(environment),
     schema: () => real.schema(),
     ping: () => real.ping(),
     close: () => real.close(),

@@ -11,7 +11,8 @@ import type { CommandResult } from './process.ts'
 /**
  * Runs `petstore ...args` with `env` as its configuration (nothing of this process's reaches
  * loadConfig) and `stdin` as its standard input, to completion; the exit code is what main
- * returns. Libraries read their own variables from the process as they would in the real
+ * returns. `interactive`: as if standard input and standard error were a terminal (someone
+ * there to answer a question); not unless given. Libraries read their own variables from the process as they would in the real
  * command: `pg` fills what a DATABASE_URL leaves out (password, SSL mode, user) from
  * PGPASSWORD, PGSSLMODE, USER.
  */
@@ -19,6 +20,7 @@ export async function runMain(
   args: string[],
   env: Record<string, string>,
   stdin = '',
+  { interactive = false }: { interactive?: boolean } = {},
 ): Promise<CommandResult> {
   let stdout = ''
   let stderr = ''
@@ -35,6 +37,7 @@ export async function runMain(
       },
     },
     env: { ...env },
+    interactive,
   }
   const code = await main(args, io)
   return { code, stdout, stderr }

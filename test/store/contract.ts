@@ -5,6 +5,7 @@ import { hashApiKey } from '../../src/contract/api-key.ts'
 import type { NewPet } from '../../src/contract/schemas.ts'
 import { petJsonAroundId } from '../../src/http/routes/pets-json.ts'
 import { type LedgerEntry, type Migration, SchemaTooNewError } from '../../src/store/migrations.ts'
+import { NotStagingDatabaseError } from '../../src/store/staging.ts'
 import type { IdempotencyClaim, Store } from '../../src/store/store.ts'
 
 export interface StoreFixture {
@@ -19,6 +20,18 @@ export interface StoreFixture {
     add(entry: LedgerEntry): Promise<void>
     remove(version: number): Promise<void>
   }
+  /**
+   * Another new, empty database beside the first, for what only a database's making shows (the
+   * environment it records): its store, not migrated yet, and SQL run on it as another client
+   * would (sqlite3, psql).
+   */
+  another(): Promise<OtherDatabase>
+  cleanup(): Promise<void>
+}
+
+export interface OtherDatabase {
+  open(): Promise<Store>
+  exec(sql: string): Promise<void>
   cleanup(): Promise<void>
 }
 
@@ -73,7 +86,8 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
         state.pending.map((migration) => migration.version),
         fixture.migrations.map((migration) => migration.version),
       )
-      const run = await store.migrate()
+      // Made by a staging process: the last tests reset and seed it.
+      const run = await store.migrate('staging')
       assert.deepEqual(
         run.applied.map((migration) => migration.version),
         fixture.migrations.map((migration) => migration.version),
@@ -392,6 +406,157 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
 
     test('ping answers while open', async () => {
       await store.ping()
+    })
+
+    test('a new database records who made it; later migrations never change it (issue 49)', async () => {
+      assert.equal(await store.staging.environment(), 'staging')
+      assert.deepEqual(await store.migrate('production'), { applied: [], newer: [] })
+      assert.equal(await store.staging.environment(), 'staging')
+    })
+
+    /** `work` on a database of its own, closed and removed afterwards. */
+    async function onAnother(work: (other: OtherDatabase, store: Store) => Promise<void>) {
+      const other = await fixture.another()
+      const opened = await other.open()
+      try {
+        await work(other, opened)
+      } finally {
+        await opened.close()
+        await other.cleanup()
+      }
+    }
+
+    /** reset() and seed() refuse as NotStagingDatabaseError, naming what was recorded. */
+    async function assertRefused(on: Store, recorded: 'production' | undefined) {
+      const refused = (err: unknown) => {
+        assert.ok(err instanceof NotStagingDatabaseError, String(err))
+        assert.equal(err.recorded, recorded)
+        assert.equal(err.message.includes('\n'), false, 'one line')
+        return true
+      }
+      await assert.rejects(on.staging.reset(), refused)
+      await assert.rejects(on.staging.seed([pet({ name: 'not seeded' })]), refused)
+    }
+
+    test('a database made by production, or before migration 5: reset and seed refuse, changing nothing (issue 49)', async () => {
+      // One database for both (a new one is the slow part on PostgreSQL): made by production,
+      // then taken back to how the release before migration 5 left it.
+      await onAnother(async (database, other) => {
+        // Without an environment: production, the side on which staging commands refuse.
+        await other.migrate()
+        assert.equal(await other.staging.environment(), 'production')
+        const kept = await other.pets.create(pet({ name: 'production pet' }))
+        const key = newKey('production')
+        const keyed = await other.pets.createIdempotent(pet(), claim(key))
+        await assertRefused(other, 'production')
+        assert.deepEqual((await other.pets.list({ limit: 10, afterId: 0 })).pets, [
+          kept,
+          keyed.created,
+        ])
+        const replay = await other.pets.createIdempotent(pet(), claim(key))
+        assert.deepEqual(JSON.parse(replay.found?.body ?? ''), keyed.created, 'its record kept')
+
+        // Before migration 5: the ledger at 4, no table. Migrated now, it records nothing: a
+        // database with a ledger was made by someone this release cannot know.
+        await database.exec('DROP TABLE database_environment')
+        await database.exec('DELETE FROM schema_migrations WHERE version = 5')
+        assert.equal(await other.staging.environment(), undefined, 'read before migrating')
+        await assertRefused(other, undefined)
+        const run = await other.migrate('staging')
+        assert.deepEqual(
+          run.applied.map((migration) => migration.version),
+          [5],
+        )
+        assert.equal(await other.staging.environment(), undefined)
+        await assertRefused(other, undefined)
+        assert.deepEqual(await other.pets.get(kept.id), kept)
+      })
+    })
+
+    test("seed creates the pets in the array's order, in one transaction, after those there (issue 49)", async () => {
+      const statuses = ['available', 'pending', 'sold', undefined] as const
+      const pets = Array.from({ length: 12_001 }, (_, i) => {
+        const status = statuses[i % 4]
+        return pet({
+          name: `seed ${i}`,
+          categoryId: (i % 7) + 1,
+          ...(status === undefined ? {} : { status }),
+        })
+      })
+      const seeded = await store.staging.seed(pets)
+      const firstId = seeded.firstId ?? 0
+      assert.equal(seeded.count, pets.length)
+      assert.equal(seeded.lastId, firstId + pets.length - 1, 'one id after another')
+      const page = await store.pets.list({ limit: 100, afterId: firstId - 1 })
+      assert.deepEqual(
+        page.pets,
+        pets.slice(0, 100).map((made, i) => ({ id: firstId + i, ...made })),
+      )
+      assert.deepEqual(await store.pets.get(seeded.lastId ?? 0), {
+        id: seeded.lastId,
+        ...pets.at(-1),
+      })
+      assert.equal(await store.pets.get((seeded.lastId ?? 0) + 1), undefined)
+      const more = await store.staging.seed([pet({ name: 'after' })])
+      assert.deepEqual(more, {
+        count: 1,
+        firstId: (seeded.lastId ?? 0) + 1,
+        lastId: (seeded.lastId ?? 0) + 1,
+      })
+      assert.deepEqual(await store.staging.seed([]), {
+        count: 0,
+        firstId: undefined,
+        lastId: undefined,
+      })
+      // All or none: a pet the database refuses (categoryId 0) undoes the ones before it.
+      await assert.rejects(
+        store.staging.seed([pet({ name: 'undone' }), pet({ name: 'refused', categoryId: 0 })]),
+      )
+      assert.deepEqual(
+        (await store.pets.list({ limit: 10, afterId: (seeded.lastId ?? 0) + 1 })).pets,
+        [],
+      )
+    })
+
+    test('reset deletes every pet and Idempotency-Key record, keeps the API keys; ids start again at 1 (issue 49)', async () => {
+      let pets = 0
+      for (let afterId = 0; ; ) {
+        const page = await store.pets.list({ limit: 100, afterId })
+        pets += page.pets.length
+        const last = page.pets.at(-1)
+        if (!page.hasMore || last === undefined) break
+        afterId = last.id
+      }
+      const key = newKey('reset')
+      const keyed = await store.pets.createIdempotent(pet(), claim(key))
+      assert.ok(keyed.created !== undefined)
+      const hash = hashApiKey(`reset-key-${engine}-${Date.now()}`)
+      const apiKey = await store.apiKeys.create({
+        id: `key_r${Date.now()}`,
+        name: 'kept',
+        hint: 'x…keep',
+        hash,
+      })
+      const keys = await store.apiKeys.list()
+
+      const deleted = await store.staging.reset()
+      assert.equal(deleted.pets, pets + 1)
+      assert.ok(deleted.idempotencyRecords >= 1, 'the records of the tests before it')
+      assert.deepEqual(await store.pets.list({ limit: 10, afterId: 0 }), {
+        pets: [],
+        hasMore: false,
+      })
+      assert.deepEqual(await store.apiKeys.list(), keys)
+      assert.equal(await store.apiKeys.findActiveByHash(hash), apiKey.id)
+      assert.deepEqual(await store.staging.reset(), { pets: 0, idempotencyRecords: 0 })
+
+      const seeded = await store.staging.seed([pet({ name: 'one' }), pet({ name: 'two' })])
+      assert.deepEqual(seeded, { count: 2, firstId: 1, lastId: 2 })
+      assert.deepEqual(await store.pets.get(1), { id: 1, name: 'one', categoryId: 1 })
+      // The record is gone: the key is new again and makes the next pet.
+      const again = await store.pets.createIdempotent(pet(), claim(key))
+      assert.equal(again.created?.id, 3)
+      assert.equal(await store.staging.environment(), 'staging')
     })
   })
 }

@@ -79,6 +79,20 @@ describe('postgres behind PgBouncer (transaction mode)', { skip }, () => {
       reopen: open,
       // Written straight to the server: the ledger is the database's, whoever reads it.
       ledger: postgresLedger(db.url),
+      another: async () => {
+        const other = await createTestDatabase()
+        return {
+          open: async () =>
+            openPostgresStore({
+              url: bouncer.through(other.url),
+              poolSize: 5,
+              pooler: 'transaction',
+            }),
+          // Straight to the server, as the ledger is.
+          exec: (sql) => onDatabase(other.url, async (client) => void (await client.query(sql))),
+          cleanup: other.drop,
+        }
+      },
       cleanup: db.drop,
     }
   })

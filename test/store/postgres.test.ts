@@ -30,6 +30,14 @@ describe('postgres', { skip }, () => {
       open: async () => open(db.url),
       reopen: async () => open(db.url),
       ledger: postgresLedger(db.url),
+      another: async () => {
+        const other = await createTestDatabase()
+        return {
+          open: async () => open(other.url),
+          exec: (sql) => onDatabase(other.url, async (client) => void (await client.query(sql))),
+          cleanup: other.drop,
+        }
+      },
       cleanup: db.drop,
     }
   })

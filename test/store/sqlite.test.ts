@@ -13,12 +13,28 @@ import { storeContract } from './contract.ts'
 
 storeContract('sqlite', async () => {
   const dir = await tempDir()
+  let others = 0
   const path = join(dir.path, 'contract.db')
   return {
     migrations: sqliteMigrations,
     open: async () => openSqliteStore({ path }),
     reopen: async () => openSqliteStore({ path }),
     ledger: sqliteLedger(path),
+    another: async () => {
+      const other = join(dir.path, `another-${++others}.db`)
+      return {
+        open: async () => openSqliteStore({ path: other }),
+        exec: async (sql) => {
+          const db = new DatabaseSync(other)
+          try {
+            db.exec(sql)
+          } finally {
+            db.close()
+          }
+        },
+        cleanup: async () => {},
+      }
+    },
     cleanup: dir.remove,
   }
 })

@@ -65,4 +65,17 @@ export const postgresMigrations: Migration[] = [
       UPDATE schema_migrations SET older_releases_may_serve = false WHERE version = 3;
     `,
   },
+  {
+    version: 5,
+    name: 'database environment',
+    // D27: as sqlite/migrations.ts's version 5, a new table older releases never read.
+    olderReleasesMayServe: true,
+    sql: `
+      CREATE TABLE database_environment (
+        id integer PRIMARY KEY CHECK (id = 1),
+        environment text NOT NULL CHECK (environment IN ('production', 'staging')),
+        recorded_at timestamptz NOT NULL
+      );
+    `,
+  },
 ]

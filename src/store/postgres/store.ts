@@ -13,6 +13,7 @@
 // intervals while it lasts and once when it ends (outages.ts), not once per request.
 import { Client } from 'pg'
 import type { DatabasePooler } from '../../config.ts'
+import type { DeploymentEnv } from '../../contract/api-key.ts'
 import type { OutageLogger } from '../../outage-log.ts'
 import {
   type LedgerEntry,
@@ -38,6 +39,7 @@ import { sortPostgresError } from './errors.ts'
 import { postgresMigrations } from './migrations.ts'
 import { PostgresPetRepository } from './pets.ts'
 import { explainConnectFailure } from './refusals.ts'
+import { PostgresStagingData } from './staging.ts'
 
 export interface PostgresStoreOptions {
   /** postgres://user[:password]@host[:port]/database */
@@ -69,6 +71,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
 class PostgresStore implements Store {
   readonly pets: PostgresPetRepository
   readonly apiKeys: PostgresApiKeyRepository
+  readonly staging: PostgresStagingData
   readonly #url: string
   readonly #db: Database
 
@@ -77,11 +80,12 @@ class PostgresStore implements Store {
     this.#db = db
     this.pets = new PostgresPetRepository(db)
     this.apiKeys = new PostgresApiKeyRepository(db)
+    this.staging = new PostgresStagingData(db)
   }
 
-  migrate(): Promise<MigrationRun> {
+  migrate(environment: DeploymentEnv = 'production'): Promise<MigrationRun> {
     return this.#onOwnConnection((client) =>
-      runMigrations(migrationAdapter(client), postgresMigrations),
+      runMigrations(migrationAdapter(client), postgresMigrations, environment),
     )
   }
 
@@ -173,6 +177,12 @@ function migrationAdapter(client: Client): MigrationAdapter {
           [migration.version, migration.name],
         )
       }
+    },
+    recordEnvironment: async (environment) => {
+      await client.query(
+        'INSERT INTO database_environment (id, environment, recorded_at) VALUES (1, $1, now())',
+        [environment],
+      )
     },
     commit: async () => {
       await client.query('COMMIT')

@@ -81,4 +81,21 @@ export const sqliteMigrations: Migration[] = [
       UPDATE schema_migrations SET older_releases_may_serve = 0 WHERE version = 3;
     `,
   },
+  {
+    version: 5,
+    name: 'database environment',
+    // A new table, which releases before it never read: they serve on.
+    olderReleasesMayServe: true,
+    // Who made the database: the PETSTORE_ENV of the process whose migrations made it, written
+    // once by the runner (../migrations.ts) in the same transaction, never on a database that
+    // had a ledger already (who made that one is unknown). The staging commands change only a
+    // database that says staging. No row: made before this migration.
+    sql: `
+      CREATE TABLE database_environment (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        environment TEXT NOT NULL CHECK (environment IN ('production', 'staging')),
+        recorded_at TEXT NOT NULL
+      );
+    `,
+  },
 ]

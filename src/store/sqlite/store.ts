@@ -17,6 +17,7 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
+import type { DeploymentEnv } from '../../contract/api-key.ts'
 import type { OutageLogger } from '../../outage-log.ts'
 import {
   type LedgerEntry,
@@ -32,6 +33,7 @@ import { Attempts } from './attempts.ts'
 import { BUSY_TIMEOUT_MS, LOCK_TIMEOUT_MS, retryWhileBusy } from './failures.ts'
 import { sqliteMigrations } from './migrations.ts'
 import { SqlitePetRepository } from './pets.ts'
+import { recordEnvironment, SqliteStagingData } from './staging.ts'
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:'. */
@@ -86,6 +88,7 @@ class SqliteStore implements Store {
   // the start, before migrate() has made the tables.
   readonly pets: SqlitePetRepository
   readonly apiKeys: SqliteApiKeyRepository
+  readonly staging: SqliteStagingData
   #probe: StatementSync | undefined
   #migrating: Promise<unknown> = Promise.resolve()
 
@@ -94,6 +97,7 @@ class SqliteStore implements Store {
     this.#attempts = attempts
     this.pets = new SqlitePetRepository(db, attempts)
     this.apiKeys = new SqliteApiKeyRepository(db, attempts)
+    this.staging = new SqliteStagingData(db, attempts)
   }
 
   reportOutagesTo(log: OutageLogger): void {
@@ -113,20 +117,21 @@ class SqliteStore implements Store {
    * the first (and then finds nothing to apply) rather than begin or end it. Runs before the
    * store serves anything (process/prepare.ts, the CLI).
    */
-  migrate(): Promise<MigrationRun> {
+  migrate(environment: DeploymentEnv = 'production'): Promise<MigrationRun> {
     const after = this.#migrating.catch(() => {})
-    const run = after.then(() => this.#migrate())
+    const run = after.then(() => this.#migrate(environment))
     this.#migrating = run
     return run
   }
 
-  async #migrate(): Promise<MigrationRun> {
+  async #migrate(environment: DeploymentEnv): Promise<MigrationRun> {
     const attempts = this.#attempts
     let done: MigrationRun
     try {
       done = await runMigrations(
         migrationAdapter(this.#db, attempts.lockTimeoutMs),
         sqliteMigrations,
+        environment,
       )
     } catch (err) {
       throw attempts.failed(err)
@@ -206,6 +211,9 @@ function migrationAdapter(db: DatabaseSync, lockTimeoutMs: number): MigrationAda
         new Date().toISOString(),
         ...(flagged ? [migration.olderReleasesMayServe ? 1 : 0] : []),
       )
+    },
+    recordEnvironment: async (environment) => {
+      recordEnvironment(db, environment)
     },
     commit: async () => {
       db.exec('COMMIT')
