@@ -349,6 +349,12 @@ describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders
       c.env?.find((v) => v.name === 'PETSTORE_MIGRATE'),
       undefined,
     )
+    // D29: the Job's first migration records its PETSTORE_ENV in a new database; a staging
+    // cluster's Job that said production would leave the staging commands refusing it.
+    const envOf = (workload: IDeployment | IJob) =>
+      container(workload).env?.find((v) => v.name === 'PETSTORE_ENV')?.value
+    assert.equal(envOf(job), 'production')
+    assert.equal(envOf(job), envOf(deployment), 'the Job and the pods name one environment')
     assertLockedDown(job)
     assertSecretRefs(postgres, job)
     // The first step applies the Secret and the Job only (the kustomization's instructions).
