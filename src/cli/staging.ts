@@ -1,4 +1,4 @@
-// `petstore staging reset|seed` (issue 49): a staging deployment's data emptied, and filled with
+// `petstore staging reset|seed` (D29): a staging deployment's data emptied, and filled with
 // pets to try it on. Only where PETSTORE_ENV=staging and the database itself was made by a
 // staging process (recorded at its first migration, src/store/staging.ts): a staging process
 // pointed at a production database by mistake must not be able to empty it. Anywhere else each

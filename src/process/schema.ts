@@ -3,7 +3,7 @@
 // Kubernetes Job, a pipeline's step) and refuses a database that lacks a migration this release
 // needs. Either way a database a newer release has contracted is refused, and one it has only
 // expanded is served, said once. A new database records the process's PETSTORE_ENV as the one
-// that made it (the staging commands, issue 49).
+// that made it (the staging commands, D29).
 import type { Config } from '../config.ts'
 import {
   type AppliedMigration,

@@ -1,4 +1,4 @@
-// Issue 49: a staging deployment's data, emptied and filled again (`petstore staging reset`,
+// D29: a staging deployment's data, emptied and filled again (`petstore staging reset`,
 // `petstore staging seed`). Only on a database a staging process made: who made it is recorded
 // when its first migrations run (migration 5, runMigrations), and each engine checks that record
 // again inside the transaction that deletes or creates, so that no caller of the store, whatever

@@ -153,7 +153,7 @@ export interface ApiKeyRepository {
 export interface Store {
   readonly pets: PetRepository
   readonly apiKeys: ApiKeyRepository
-  /** Issue 49: a staging database emptied and seeded (staging.ts); not for serving. */
+  /** D29: a staging database emptied and seeded (staging.ts); not for serving. */
   readonly staging: StagingData
   /**
    * Applies pending migrations (D27): what it applied, and a newer release's migrations it found

@@ -113,7 +113,7 @@ export function tracedSqliteStore(store: Store, tracer: Tracer): Store {
   return {
     pets: tracedPets(store.pets, tracer),
     apiKeys: tracedApiKeys(store.apiKeys, tracer),
-    // Not traced: the staging commands' (issue 49), run by the CLI, never while serving.
+    // Not traced: the staging commands' (D29), run by the CLI, never while serving.
     staging: store.staging,
     migrate: (environment) => store.migrate(environment),
     schema: () => store.schema(),

@@ -1,4 +1,4 @@
-// Issue 49 on PostgreSQL: a staging database emptied and seeded (../staging.ts), each in one
+// D29 on PostgreSQL: a staging database emptied and seeded (../staging.ts), each in one
 // transaction on one connection of the pool (kept on one server connection by a transaction-mode
 // pooler, D19), which first reads who made the database and refuses, changing nothing, unless it
 // was staging.

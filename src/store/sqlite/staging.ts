@@ -1,4 +1,4 @@
-// Issue 49 on SQLite: a staging database emptied and seeded (../staging.ts). Each is one
+// D29 on SQLite: a staging database emptied and seeded (../staging.ts). Each is one
 // transaction under the write lock, taken with BEGIN IMMEDIATE and waited for on timers like
 // every write (D16); once it is held every step is synchronous, so nothing else of this
 // process (the group commit included) runs between BEGIN and COMMIT.
