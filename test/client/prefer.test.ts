@@ -4,8 +4,9 @@
 // service; waits are recorded by an injected sleep, never slept.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { Petstore, PetstoreError, type PetstoreOptions } from '../../client/src/index.ts'
+import { Petstore, type PetstoreOptions } from '../../client/src/index.ts'
 import { ManualClock, startServer, type TestServer } from '../helpers/server.ts'
+import { petstoreError, rejection } from './rejections.ts'
 
 /** What one attempt sent and what came back, seen by a fetch wrapped around the platform's. */
 interface Exchange {
@@ -39,21 +40,6 @@ function client(server: TestServer, options: Partial<PetstoreOptions> = {}) {
     ...options,
   })
   return { petstore, waits, exchanges }
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise
-  } catch (err) {
-    return err
-  }
-  assert.fail('expected the call to fail')
-}
-
-async function petstoreError(promise: Promise<unknown>): Promise<PetstoreError> {
-  const err = await rejection(promise)
-  assert.ok(err instanceof PetstoreError, `expected a PetstoreError, got ${String(err)}`)
-  return err
 }
 
 describe('prefer against a staging service', () => {

@@ -2,7 +2,7 @@
 // never duplicate a create, Retry-After, errors, a gateway's HTML and cancellation.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { type Pet, Petstore, PetstoreError, type PetstoreOptions } from '../../client/src/index.ts'
+import { type Pet, Petstore, type PetstoreOptions } from '../../client/src/index.ts'
 import { type Store, StoreUnavailableError } from '../../src/store/store.ts'
 import { type Fault, startHttpFaultProxy } from '../helpers/http-fault-proxy.ts'
 import {
@@ -12,6 +12,7 @@ import {
   type TestServer,
   type TestStore,
 } from '../helpers/server.ts'
+import { petstoreError, rejection } from './rejections.ts'
 
 /** An injected sleep: records each wait asked for and returns at once (no wall-clock waits). */
 function recordingSleep(onSleep: (ms: number) => void = () => {}) {
@@ -36,21 +37,6 @@ function countingFetch() {
 
 function client(url: string, key: string, options: Partial<PetstoreOptions> = {}): Petstore {
   return new Petstore({ baseUrl: `${url}/v1`, apiKey: key, ...options })
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise
-  } catch (err) {
-    return err
-  }
-  assert.fail('expected the call to fail')
-}
-
-async function petstoreError(promise: Promise<unknown>): Promise<PetstoreError> {
-  const err = await rejection(promise)
-  assert.ok(err instanceof PetstoreError, `expected a PetstoreError, got ${String(err)}`)
-  return err
 }
 
 describe('the client against the service', () => {
