@@ -202,7 +202,7 @@ describe('random faults on a staging instance (D29)', () => {
   })
   after(() => server.close())
 
-  test('2,000 requests meet each fault at its rate, each marked in a header, the log and the metrics', async () => {
+  test('2,000 requests meet each fault at its rate, each marked in a header, the log and the metrics', async (t) => {
     const seen = { 503: 0, 429: 0, delay: 0, other: 0 }
     for (let i = 0; i < REQUESTS; i++) {
       const response = await server.request('/v1/pets?limit=1')
@@ -234,6 +234,7 @@ describe('random faults on a staging instance (D29)', () => {
         `${kind}: ${seen[kind]} of ${REQUESTS}, expected about ${mean}`,
       )
     }
+    t.diagnostic(`of ${REQUESTS}: ${seen[503]} 503, ${seen[429]} 429, ${seen.delay} delayed`)
     const lines = log.lines().filter((line) => line.msg === 'request completed')
     const marked = (pattern: RegExp) =>
       lines.filter((line) => typeof line.staging === 'string' && pattern.test(line.staging)).length
