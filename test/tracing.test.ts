@@ -335,19 +335,25 @@ describe('a collector that hangs', () => {
       }),
     )
     try {
-      // Two spans a list (the server span, its SELECT): 1,600 lists fill the 2,048 queue.
-      for (let round = 0; round < 40; round++) {
+      // Two spans a list (the server span, its SELECT): about 1,100 lists fill the 2,048 queue
+      // beside the first batch, handed to the exporter and never answered (27 or 28 rounds of
+      // 40, measured). Rounds until it is said, then five more, 400 spans dropped, in which it
+      // is not said again; 40 rounds at most, as many as were once always sent.
+      const full = () =>
+        logLines(service.stdout()).filter((line) =>
+          String(line.msg).startsWith('tracing: the span queue is full'),
+        )
+      for (let round = 0, since = 0; since < 5; round++) {
+        assert.ok(round < 40, 'a full queue was never said')
         const statuses = await Promise.all(
           Array.from({ length: 40 }, () =>
             call(service, '/v1/pets?limit=1').then((response) => response.status),
           ),
         )
         assert.deepEqual(new Set(statuses), new Set([200]))
+        if (full().length > 0) since++
       }
-      const full = logLines(service.stdout()).filter((line) =>
-        String(line.msg).startsWith('tracing: the span queue is full'),
-      )
-      assert.equal(full.length, 1, 'said once')
+      assert.equal(full().length, 1, 'said once')
       assert.ok(receiver.requests >= 1, 'the exporter tried')
     } finally {
       assert.equal(await service.stop(), 0)
