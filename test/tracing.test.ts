@@ -470,14 +470,14 @@ describe('a collector down from the start, then up, then gone; its credentials i
   })
 
   test('the credentials go to the collector and never to the log: not at start, not when it goes away; the process stops cleanly', async () => {
+    // The outage of the test before, when it ran: its end is said too.
+    const outages = cannotExport().length
+    const exportedAgain = () => logged(service, 'tracing: spans are exported again')
     collector = await startRecordingCollector(port)
     try {
       assert.equal((await call(service, '/v1/pets?limit=1')).status, 200)
       const deadline = Date.now() + 15_000
-      while (
-        collector.seen.length === 0 ||
-        logged(service, 'tracing: spans are exported again').length === 0
-      ) {
+      while (collector.seen.length === 0 || exportedAgain().length < Math.min(outages, 1)) {
         assert.ok(Date.now() < deadline, 'nothing was exported')
         await new Promise((resolve) => setTimeout(resolve, 50))
       }
@@ -487,8 +487,8 @@ describe('a collector down from the start, then up, then gone; its credentials i
         authorization: `Basic ${Buffer.from('user:secret').toString('base64')}`,
       })
       collector.close()
-      // Gone: said again, once, as an outage after the exports came back.
-      for (let round = 0; cannotExport().length < 2; round++) {
+      // Gone: said, once, as a new outage.
+      for (let round = 0; cannotExport().length === outages; round++) {
         assert.ok(round < 100, 'the failure was never said')
         assert.equal((await call(service, '/v1/pets?limit=1')).status, 200)
         await new Promise((resolve) => setTimeout(resolve, 100))
@@ -502,12 +502,10 @@ describe('a collector down from the start, then up, then gone; its credentials i
       logged(service, 'tracing: spans are exported over OTLP/HTTP')[0]?.endpoint,
       endpoint,
     )
-    assert.deepEqual(
-      [...cannotExport(), ...logged(service, 'tracing: spans are exported again')].map(
-        (line) => line.endpoint,
-      ),
-      [endpoint, endpoint, endpoint],
-    )
+    assert.equal(cannotExport().length, outages + 1)
+    for (const line of [...cannotExport(), ...exportedAgain()]) {
+      assert.equal(line.endpoint, endpoint, String(line.msg))
+    }
     const output = service.stdout() + service.stderr()
     for (const secret of ['secret', 'token', 'user:']) {
       assert.ok(!output.includes(secret), `"${secret}" is in the log`)
