@@ -15,6 +15,20 @@ import { listenApart } from '../src/observability/side-listener.ts'
 import { listenForProbes, type ProbeServer } from '../src/process/probe-server.ts'
 
 const quiet = { info() {}, error() {}, warn() {} }
+/**
+ * How long the flood's prober probes, from a second into the flood. D20's figures are of 20 s
+ * (`npm run bench -- probe-flood --aimed`, docs/benchmarks.md); what is checked here holds within
+ * a few: the 600 connections open together in the flood's first second (the burst that once
+ * pushed a probe's connection out of the accept queue), and each is closed and opened again
+ * within about 1.1 s (answered and closed, or silent past its second), so every probe meets the
+ * cap making room. The 20 s were most of this file's 9 s of CPU and 25 s of wall time.
+ */
+const PROBE_SECONDS = 6
+const PROBE_INTERVAL_MS = 500
+/** A probe every 500 ms: the 20 s run asked for 35 of 40, 5 lost to probes slower than 500 ms. */
+const PROBES_EXPECTED = (PROBE_SECONDS * 1000) / PROBE_INTERVAL_MS
+/** The flood outlasts the prober by half a second, as it did (21.5 s for 1 s + 20 s). */
+const FLOOD_SECONDS = 1 + PROBE_SECONDS + 0.5
 const script = (name: string) => fileURLToPath(new URL(`../scripts/bench/${name}`, import.meta.url))
 /** Other peers than the prober's 127.0.0.1: on Linux every 127.x.y.z is this machine. */
 const onLinux = process.platform === 'linux'
@@ -126,34 +140,54 @@ describe('the probe port under a keep-alive flood', { skip: !onLinux }, () => {
     }
   })
 
-  test('600 keep-alive connections, each sending a GET every 3 s: a fresh probe every 500 ms gets 200 within 1 s, every time', async () => {
+  test('600 keep-alive connections, each sending a GET every 3 s: a fresh probe every 500 ms gets 200 within 1 s, every time', async (t) => {
     const { port } = new URL(probes.origin)
     // Twenty peers of thirty connections each: each within the per-address cap, together past
     // the total, so the total's room is made as the flood goes.
     const peers = Array.from({ length: 20 }, (_, i) => `127.0.0.${i + 2}`).join(',')
     const flood = spawn(
       process.execPath,
-      [script('keep-alive-flood.ts'), '127.0.0.1', port, '/healthz', '600', '3000', '21.5', peers],
+      [
+        script('keep-alive-flood.ts'),
+        '127.0.0.1',
+        port,
+        '/healthz',
+        '600',
+        '3000',
+        String(FLOOD_SECONDS),
+        peers,
+      ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     )
     const flooded = jsonOf<{ sent: number; answers: number; opened: number }>(flood)
     await delay(1_000)
     const prober = spawn(
       process.execPath,
-      [script('probe.ts'), `${probes.origin}/healthz`, '20', '500', '1000'],
+      [
+        script('probe.ts'),
+        `${probes.origin}/healthz`,
+        String(PROBE_SECONDS),
+        String(PROBE_INTERVAL_MS),
+        '1000',
+      ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     )
     const { probes: results } = await jsonOf<{ probes: [number, number | null][] }>(prober)
     const figures = await flooded
+    t.diagnostic(`flood: ${JSON.stringify(figures)}; ${results.length} probes`)
     const failed = results.filter(([, ms]) => ms === null)
-    assert.ok(results.length >= 35, `probed every 500 ms for 20 s: ${results.length}`)
+    assert.ok(
+      results.length >= PROBES_EXPECTED - Math.ceil(PROBES_EXPECTED / 8),
+      `probed every 500 ms for ${PROBE_SECONDS} s: ${results.length}`,
+    )
     assert.deepEqual(
       failed,
       [],
       `every probe answered 200 within 1 s (flood: ${JSON.stringify(figures)})`,
     )
     // The flood was one: its connections were answered, and held as long as they were let.
-    assert.ok(figures.answers > 2_000, JSON.stringify(figures))
+    // The 20 s run asked for 2,000 answers, 93 a second; the same rate is asked of this one.
+    assert.ok(figures.answers > (2_000 / 21.5) * FLOOD_SECONDS, JSON.stringify(figures))
   })
 })
 

@@ -13,7 +13,7 @@ import { listenForProbes, type ProbeServer } from '../src/process/probe-server.t
 import type { Store } from '../src/store/store.ts'
 import { failingStore } from './helpers/failing-store.ts'
 import { freePort } from './helpers/free-port.ts'
-import { startService } from './helpers/process.ts'
+import { type ServiceProcess, startService } from './helpers/process.ts'
 import { openTestStore, type TestStore, tempDir } from './helpers/server.ts'
 
 const quiet = { info() {}, error() {}, warn() {} }
@@ -207,112 +207,126 @@ describe('the probe thread reports a stuck event loop, and its recovery', () => 
   })
 })
 
-describe('serve with PROBE_PORT', () => {
-  test('a lone process and each of two workers answer the probes there, as on the API port', async () => {
-    const dir = await tempDir()
-    try {
-      for (const args of [[], ['--workers', '2']]) {
-        const probePort = await freePort()
-        const service = await startService(
-          {
-            DATABASE_URL: `sqlite:${dir.path}/probes-${args.length}.db`,
-            PROBE_PORT: String(probePort),
-          },
-          args,
-        )
-        try {
-          const announced = () =>
-            service
-              .stdout()
-              .split('\n')
-              .filter((line) => line.includes('probes (/healthz, /readyz) listening at')).length
-          // Under --workers each worker binds the port itself (SO_REUSEPORT) and says so, then
-          // checks its readiness: waited for first, so that no worker is still starting below.
-          const expected = args.length === 0 || process.platform !== 'linux' ? 1 : 2
-          for (let waited = 0; announced() < expected && waited < 20_000; waited += 50) {
-            await delay(50)
-          }
-          assert.equal(announced(), expected, service.stdout())
-          // Each thread says ready once its readiness check has run. The kernel spreads new
-          // connections over the workers by a hash, so a few probes in a row can all reach one:
-          // 16 in a row answered 200 leave a 2^-15 chance of one worker not yet asked.
-          let ready = false
-          for (let waited = 0; !ready && waited < 10_000; waited += 50) {
-            const answers = await Promise.all(
-              Array.from({ length: 16 }, async () => {
-                const response = await fetch(`http://127.0.0.1:${probePort}/readyz`)
-                await response.arrayBuffer()
-                return response.status
-              }),
-            )
-            ready = answers.every((status) => status === 200)
-            if (!ready) await delay(50)
-          }
-          assert.ok(ready, `${args}: every probe thread ready`)
-          for (const path of ['/healthz', '/readyz']) {
-            const onApi = await fetch(service.url + path)
-            const onProbes = await fetch(`http://127.0.0.1:${probePort}${path}`)
-            assert.equal(onProbes.status, onApi.status, `${args} ${path}`)
-            assert.deepEqual(await onProbes.json(), await onApi.json(), `${args} ${path}`)
-          }
-        } finally {
-          assert.equal(await service.stop('SIGTERM'), 0)
-        }
-      }
-    } finally {
-      await dir.remove()
-    }
-  })
-})
+/**
+ * Waits until `service`'s probe threads listen on `probePort` and say ready, then checks that
+ * they answer as the API's port does; `workers` is how many (--workers).
+ */
+async function answersAsOnApi(
+  service: ServiceProcess,
+  probePort: number,
+  what: string,
+  workers: number,
+): Promise<void> {
+  const announced = () =>
+    service
+      .stdout()
+      .split('\n')
+      .filter((line) => line.includes('probes (/healthz, /readyz) listening at')).length
+  // Under --workers each worker binds the port itself (SO_REUSEPORT) and says so, then
+  // checks its readiness: waited for first, so that no worker is still starting below.
+  const expected = workers === 0 || process.platform !== 'linux' ? 1 : workers
+  for (let waited = 0; announced() < expected && waited < 20_000; waited += 50) {
+    await delay(50)
+  }
+  assert.equal(announced(), expected, service.stdout())
+  // Each thread says ready once its readiness check has run. The kernel spreads new
+  // connections over the workers by a hash, so a few probes in a row can all reach one:
+  // 16 in a row answered 200 leave a 2^-15 chance of one worker not yet asked.
+  let ready = false
+  for (let waited = 0; !ready && waited < 10_000; waited += 50) {
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        const response = await fetch(`http://127.0.0.1:${probePort}/readyz`)
+        await response.arrayBuffer()
+        return response.status
+      }),
+    )
+    ready = answers.every((status) => status === 200)
+    if (!ready) await delay(50)
+  }
+  assert.ok(ready, `${what}: every probe thread ready`)
+  for (const path of ['/healthz', '/readyz']) {
+    const onApi = await fetch(service.url + path)
+    const onProbes = await fetch(`http://127.0.0.1:${probePort}${path}`)
+    assert.equal(onProbes.status, onApi.status, `${what} ${path}`)
+    assert.deepEqual(await onProbes.json(), await onApi.json(), `${what} ${path}`)
+  }
+}
 
-describe('serve with PROBE_PORT: the drain', () => {
-  test('SIGTERM: /readyz there says 503 shutting down while a request still drains, /healthz 200', async () => {
-    const dir = await tempDir()
-    const probePort = await freePort()
-    const service = await startService({
-      DATABASE_URL: `sqlite:${dir.path}/drain.db`,
+describe('serve with PROBE_PORT', () => {
+  // One lone process answers the first test's probes, then drains in the second: a start costs
+  // most of a second of CPU, and the drain asks nothing more of it than PROBE_PORT and a key.
+  let dir: Awaited<ReturnType<typeof tempDir>>
+  let probePort: number
+  let lone: ServiceProcess
+  before(async () => {
+    dir = await tempDir()
+    probePort = await freePort()
+    lone = await startService({
+      DATABASE_URL: `sqlite:${dir.path}/probes.db`,
       PROBE_PORT: String(probePort),
       PETSTORE_API_KEYS: 'k'.repeat(40),
     })
+  })
+  after(async () => {
+    await lone?.stop('SIGKILL')
+    await dir?.remove()
+  })
+
+  test('a lone process and each of two workers answer the probes there, as on the API port', async () => {
+    await answersAsOnApi(lone, probePort, 'a lone process', 0)
+    const workersPort = await freePort()
+    const service = await startService(
+      {
+        DATABASE_URL: `sqlite:${dir.path}/probes-workers.db`,
+        PROBE_PORT: String(workersPort),
+      },
+      ['--workers', '2'],
+    )
     try {
-      const probe = (path: string) => fetch(`http://127.0.0.1:${probePort}${path}`)
-      // Ready once the first check after the API's port listens has run.
-      for (let waited = 0; waited < 5_000; waited += 20) {
-        const first = await probe('/readyz')
-        await first.body?.cancel()
-        if (first.status === 200) break
-        await delay(20)
-      }
-      assert.equal((await probe('/readyz')).status, 200)
-      // A create whose body has not all arrived: the drain waits for it.
-      const { port } = new URL(service.url)
-      const socket = connect(Number(port), '127.0.0.1')
-      await once(socket, 'connect')
-      const body = JSON.stringify({ name: 'Rex', categoryId: 1 })
-      socket.write(
-        `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'k'.repeat(40)}\r\n` +
-          `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
-      )
-      await delay(100)
-      service.child.kill('SIGTERM')
-      let ready: Response | undefined
-      for (let waited = 0; waited < 2_000; waited += 10) {
-        ready = await probe('/readyz')
-        if (ready.status === 503) break
-        await ready.body?.cancel()
-        await delay(10)
-      }
-      assert.equal(ready?.status, 503)
-      const said = (await ready?.json()) as { message: string } | undefined
-      assert.match(said?.message ?? '', /shutting down/)
-      assert.equal((await probe('/healthz')).status, 200, 'alive while it drains')
-      socket.end(body.slice(5))
-      assert.equal(await service.exited, 0)
-      // Closed whole: the store too, after the probe thread (not a process that ran out of work).
-      assert.match(service.stdout(), /shut down cleanly/)
+      await answersAsOnApi(service, workersPort, '--workers 2', 2)
     } finally {
-      await service.stop('SIGKILL')
-      await dir.remove()
+      assert.equal(await service.stop('SIGTERM'), 0)
     }
+  })
+
+  // The lone process of the test before: its SIGTERM ends it.
+  test('SIGTERM: /readyz there says 503 shutting down while a request still drains, /healthz 200', async () => {
+    const service = lone
+    const probe = (path: string) => fetch(`http://127.0.0.1:${probePort}${path}`)
+    // Ready once the first check after the API's port listens has run.
+    for (let waited = 0; waited < 5_000; waited += 20) {
+      const first = await probe('/readyz')
+      await first.body?.cancel()
+      if (first.status === 200) break
+      await delay(20)
+    }
+    assert.equal((await probe('/readyz')).status, 200)
+    // A create whose body has not all arrived: the drain waits for it.
+    const { port } = new URL(service.url)
+    const socket = connect(Number(port), '127.0.0.1')
+    await once(socket, 'connect')
+    const body = JSON.stringify({ name: 'Rex', categoryId: 1 })
+    socket.write(
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'k'.repeat(40)}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+    )
+    await delay(100)
+    service.child.kill('SIGTERM')
+    let ready: Response | undefined
+    for (let waited = 0; waited < 2_000; waited += 10) {
+      ready = await probe('/readyz')
+      if (ready.status === 503) break
+      await ready.body?.cancel()
+      await delay(10)
+    }
+    assert.equal(ready?.status, 503)
+    const said = (await ready?.json()) as { message: string } | undefined
+    assert.match(said?.message ?? '', /shutting down/)
+    assert.equal((await probe('/healthz')).status, 200, 'alive while it drains')
+    socket.end(body.slice(5))
+    assert.equal(await service.exited, 0)
+    // Closed whole: the store too, after the probe thread (not a process that ran out of work).
+    assert.match(service.stdout(), /shut down cleanly/)
   })
 })
