@@ -116,6 +116,14 @@ describe('Prefer on a staging instance (D29)', () => {
     }
   })
 
+  test('a value quoted back in the 400 is cut short, however long the field', async () => {
+    const response = await server.request('/v1/pets', prefer(`code=${'9'.repeat(8_000)}`))
+    assert.equal(response.status, 400)
+    const { message } = await errorOf(response)
+    assert.ok(message.length < 200, `${message.length} characters`)
+    assert.match(message, /\(got "9{40}…"\)$/)
+  })
+
   test('authentication comes first: no key and Prefer: code=503 is a 401', async () => {
     const response = await fetch(`${server.url}/v1/pets`, prefer('code=503'))
     assert.equal(response.status, 401)

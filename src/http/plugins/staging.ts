@@ -58,6 +58,13 @@ function documentedStatuses(route: RouteOptions): number[] {
     .sort((a, b) => a - b)
 }
 
+/** D16: a value quoted back in a 400 is cut short, so a client's 16 KiB field is not echoed. */
+const SHOWN_LENGTH = 40
+
+function shown(value: string): string {
+  return JSON.stringify(value.length > SHOWN_LENGTH ? `${value.slice(0, SHOWN_LENGTH)}…` : value)
+}
+
 function rehearsalOf(field: string | undefined, statuses: readonly number[]): Rehearsal {
   const none: Rehearsal = { status: undefined, delayMs: undefined }
   if (field === undefined) return none
@@ -67,13 +74,13 @@ function rehearsalOf(field: string | undefined, statuses: readonly number[]): Re
   if (code !== undefined && !statuses.some((status) => String(status) === code)) {
     throw new ApiError(
       'invalid_request',
-      `header Prefer: code must be a status this operation documents: ${statuses.join(', ')} (got "${code}")`,
+      `header Prefer: code must be a status this operation documents: ${statuses.join(', ')} (got ${shown(code)})`,
     )
   }
   if (delay !== undefined && (!/^\d{1,5}$/.test(delay) || Number(delay) > PREFER_DELAY_MAX_MS)) {
     throw new ApiError(
       'invalid_request',
-      `header Prefer: delay must be whole milliseconds from 0 to ${PREFER_DELAY_MAX_MS} (got "${delay}")`,
+      `header Prefer: delay must be whole milliseconds from 0 to ${PREFER_DELAY_MAX_MS} (got ${shown(delay)})`,
     )
   }
   return {
