@@ -43,7 +43,9 @@ describe('petstore CLI', () => {
   })
 
   test('keys create prints the key once; it works on all three operations; revoke stops it within the bound', async () => {
-    const created = await runCli(['keys', 'create', '--name', 'ops team'], env)
+    // The commands in-process (the real binary's streams are the test below); the service that
+    // uses the key is a real process, with a store of its own beside theirs.
+    const created = await runMain(['keys', 'create', '--name', 'ops team'], env)
     assert.equal(created.code, 0, created.stderr)
     const key = created.stdout.trim()
     assert.match(key, /^petstore_live_[0-9A-Za-z]{38}$/)
@@ -69,7 +71,7 @@ describe('petstore CLI', () => {
       assert.equal((await fetch(`${service.url}/v1/pets`, { headers: auth })).status, 200)
       assert.equal((await fetch(`${service.url}/v1/pets/${pet.id}`, { headers: auth })).status, 200)
 
-      const revoked = await runCli(['keys', 'revoke', id], env)
+      const revoked = await runMain(['keys', 'revoke', id], env)
       assert.equal(revoked.code, 0, revoked.stderr)
       // D3: every answer the service believes was asked of the store before the revocation
       // committed, so once PETSTORE_KEY_CACHE_MS has passed since then, the key is refused.
