@@ -524,7 +524,8 @@ describe('petstore CLI', () => {
   })
 
   test('--workers refuses an in-memory database, which its processes cannot share', async () => {
-    const result = await runCli(['serve', '--workers', '2'], {
+    // In-process: refused before the primary listens or forks (as the argument errors above).
+    const result = await runMain(['serve', '--workers', '2'], {
       ...env,
       DATABASE_URL: 'sqlite::memory:',
     })
