@@ -30,8 +30,17 @@ function javascriptOf(file: string): string {
 type RegexLiteral = Node & { regex?: { pattern: string; flags: string } }
 type Construction = Node & { callee: Node & { name?: string } }
 
-/** The regular expression literals of every file, and the RegExp constructions, by place. */
+/**
+ * The regular expression literals of every file, and the RegExp constructions, by place. Three
+ * tests read them: the files are parsed once (each parse of them all cost ~0.4 s of CPU).
+ */
 function regularExpressionsInCode(): { literals: Found[]; constructed: string[] } {
+  scanned ??= scanCode()
+  return scanned
+}
+let scanned: { literals: Found[]; constructed: string[] } | undefined
+
+function scanCode(): { literals: Found[]; constructed: string[] } {
   const literals: Found[] = []
   const constructed: string[] = []
   for (const file of CODE.flatMap((pattern) => globSync(pattern)).sort()) {
@@ -106,10 +115,21 @@ test('no RegExp is built at run time, where it could not be checked', () => {
 
 test('every regular expression runs in linear time (recheck)', async () => {
   const all = [...regularExpressionsInCode().literals, ...patternsOfTheContract()]
-  const unsafe: string[] = []
+  // The verdict depends on the source and the flags alone: each is checked once (81 places
+  // held 65 distinct ones), and a pattern that is not safe is reported at every place.
+  const places = new Map<string, Found[]>()
   for (const found of all) {
-    const result = await verdict(found)
-    if (result !== 'safe') unsafe.push(`${found.where} /${found.source}/${found.flags}: ${result}`)
+    const same = `${found.flags}/${found.source}`
+    places.set(same, [...(places.get(same) ?? []), found])
+  }
+  const unsafe: string[] = []
+  for (const [first, ...others] of places.values()) {
+    if (first === undefined) continue
+    const result = await verdict(first)
+    if (result === 'safe') continue
+    for (const found of [first, ...others]) {
+      unsafe.push(`${found.where} /${found.source}/${found.flags}: ${result}`)
+    }
   }
   assert.deepEqual(unsafe, [], `${unsafe.length} of ${all.length} patterns are not safe`)
 })

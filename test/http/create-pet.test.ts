@@ -152,11 +152,8 @@ describe('createPet (POST /v1/pets)', () => {
       ['JSON-looking text', '{"id":1,"name":"x"}'],
       ['SQL-looking text', "'; DROP TABLE pets; --"],
     ]
-    let server: TestServer
-    before(async () => {
-      server = await startServer()
-    })
-    after(() => server.close())
+    // On the suite's server: each test finds its pet by id (or by name, which no other test
+    // uses), so a server of its own, a new database on PostgreSQL, bought nothing.
 
     for (const [label, name] of names) {
       test(label, async () => {
