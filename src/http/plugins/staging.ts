@@ -120,6 +120,15 @@ function rehearsedError(
   }
 }
 
+/** `code=503, delay=200`, either part left out when undefined, as Prefer spells them. */
+function preferences(status: number | undefined, delayMs: number | undefined): string {
+  const parts = [
+    ...(status === undefined ? [] : [`code=${status}`]),
+    ...(delayMs === undefined ? [] : [`delay=${delayMs}`]),
+  ]
+  return parts.join(', ')
+}
+
 function stagingStep(route: RouteOptions, options: StagingOptions): onRequestAsyncHookHandler {
   const statuses = documentedStatuses(route)
   const random = options.random ?? Math.random
@@ -134,13 +143,10 @@ function stagingStep(route: RouteOptions, options: StagingOptions): onRequestAsy
     }
     if (faults === undefined) return
     const fault = drawFault(faults, random)
-    const marks = [
-      ...(fault.delayMs === undefined ? [] : [`delay=${fault.delayMs}`]),
-      ...(fault.status === undefined ? [] : [`code=${fault.status}`]),
-    ]
-    if (marks.length === 0) return
-    reply.header(FAULT_HEADER, marks.join(', '))
-    request.staging = `fault ${marks.join(', ')}`
+    const marks = preferences(fault.status, fault.delayMs)
+    if (marks === '') return
+    reply.header(FAULT_HEADER, marks)
+    request.staging = `fault ${marks}`
     if (fault.delayMs !== undefined) {
       observer?.answered('fault', 'delay')
       await sleep(fault.delayMs)
@@ -163,15 +169,10 @@ function stagingStep(route: RouteOptions, options: StagingOptions): onRequestAsy
   ): Promise<void> {
     const { status, delayMs } = asked
     const error = status !== undefined && status >= 400
-    const applied = [
-      ...(error ? [`code=${status}`] : []),
-      ...(delayMs === undefined ? [] : [`delay=${delayMs}`]),
-    ]
-    if (applied.length > 0) reply.header(APPLIED_HEADER, applied.join(', '))
-    request.staging = `Prefer ${[
-      ...(status === undefined ? [] : [`code=${status}`]),
-      ...(delayMs === undefined ? [] : [`delay=${delayMs}`]),
-    ].join(', ')}`
+    // A success status is said applied only once its answer comes (onSend below).
+    const applied = preferences(error ? status : undefined, delayMs)
+    if (applied !== '') reply.header(APPLIED_HEADER, applied)
+    request.staging = `Prefer ${preferences(status, delayMs)}`
     if (delayMs !== undefined) {
       observer?.answered('prefer', 'delay')
       await sleep(delayMs)
