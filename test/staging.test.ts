@@ -12,8 +12,9 @@ import { DatabaseSync } from 'node:sqlite'
 import { after, before, describe, test } from 'node:test'
 import { runMain } from './helpers/in-process.ts'
 import { sqliteLedger } from './helpers/ledger.ts'
+import { logLines } from './helpers/logs.ts'
 import { createTestDatabase, onDatabase, postgresSkipReason } from './helpers/postgres.ts'
-import { runCli } from './helpers/process.ts'
+import { runCli, startService } from './helpers/process.ts'
 import { tempDir } from './helpers/server.ts'
 
 /** The pets in the file, in id order: [id, name]. */
@@ -164,7 +165,7 @@ describe('petstore staging (issue 49)', () => {
     ]) {
       assertRefused(
         await runMain(args, env),
-        /^petstore: staging \w+ refused: the database's environment is unknown: .*migration 5.*; nothing was changed\. Make a new database for staging, or record this one as staging as docs\/operations\.md \("Staging data"\) says$/,
+        /^petstore: staging \w+ refused: the database's environment is unknown: .*migration 5.*; nothing was changed\. Make a new database for staging, or, where this one is staging's, record it so with "petstore environment record staging --yes"$/,
       )
     }
     assert.equal(petsIn(path).length, 2)
@@ -248,6 +249,112 @@ describe('petstore staging (issue 49)', () => {
     assert.match((await runMain(['--help'], env)).stdout, /^ {2}staging reset\|seed /m)
   })
 
+  /**
+   * Issue 53's review, on any engine: a database made by a staging migrate, then production's
+   * commands on it. Each refuses in one line, exit 1, naming both ways out, changing nothing;
+   * `environment record production --yes` is the deliberate one, after which production's
+   * keys work and staging reset refuses, so production's pets stay.
+   */
+  async function reviewSequence(
+    env: Record<string, string>,
+    pets: { add(name: string): Promise<void>; names(): Promise<string[]> },
+  ) {
+    const staging = { ...env, PETSTORE_ENV: 'staging' }
+    const production = { ...env, PETSTORE_ENV: 'production' }
+    assert.equal((await runMain(['migrate'], staging)).code, 0)
+
+    const refusal =
+      /^petstore: the database was made by a staging instance \(recorded at its first migration\), and this process is production \(PETSTORE_ENV\): .*nothing was changed\. .*"petstore environment record production --yes"/
+    for (const args of [['keys', 'create', '--name', 'ci'], ['migrate'], ['keys', 'list']]) {
+      assertRefused(await runMain(args, production), refusal)
+    }
+    // A process of its own: were the refusal to break, serve would listen, not hang this file.
+    const serve = await runCli(['serve'], { ...production, PORT: '0', METRICS_PORT: 'off' })
+    assert.equal(serve.code, 1, serve.stdout)
+    assert.match(serve.stderr.trim(), refusal)
+    assert.equal(serve.stderr.trim().split('\n').length, 1, serve.stderr)
+    assert.equal(serve.stdout.includes('Server listening'), false)
+    const off = await runMain(['keys', 'create', '--name', 'ci'], {
+      ...production,
+      PETSTORE_MIGRATE: 'off',
+    })
+    assertRefused(off, refusal)
+
+    const status = await runMain(['migrate', '--status'], production)
+    assert.equal(status.code, 1)
+    assert.match(status.stdout, /^Environment: staging \(recorded for the database\)\.$/m)
+    assert.match(status.stderr, refusal)
+    assert.equal((await runMain(['keys', 'list', '--json'], staging)).stdout, '[]\n', 'no key made')
+
+    // The deliberate way out: only by a production process, only with --yes.
+    assertRefused(
+      await runMain(['environment', 'record', 'production', '--yes'], staging),
+      /^petstore: environment record production is run by a production process, and PETSTORE_ENV is staging: .*nothing was changed$/,
+    )
+    assertRefused(
+      await runMain(['environment', 'record', 'production'], production),
+      /^petstore: environment record production records the database as production's: .*Give --yes to record it; nothing was changed$/,
+    )
+    const recorded = await runMain(['environment', 'record', 'production', '--yes'], production)
+    assert.equal(recorded.code, 0, recorded.stderr)
+    assert.match(
+      recorded.stdout,
+      /^Recorded the database as production's \(it said staging\): production serves it, .*"staging reset" and "staging seed" refuse it\.\n$/,
+    )
+    assert.equal(
+      (await runMain(['environment', 'show'], production)).stdout,
+      'Environment: production (recorded for the database).\n',
+    )
+    const key = await runMain(['keys', 'create', '--name', 'ci'], production)
+    assert.equal(key.code, 0, key.stderr)
+    for (const name of ['Rex', 'Tom', 'Kit']) await pets.add(name)
+    assertRefused(
+      await runMain(['staging', 'reset', '--yes'], staging),
+      /^petstore: staging reset refused: the database was made by a production instance/,
+    )
+    assert.deepEqual(await pets.names(), ['Rex', 'Tom', 'Kit'], 'no pet lost')
+  }
+
+  test("issue 53: production refuses a database staging made (serve, migrate, keys), until it is recorded as production's; no pet lost", async () => {
+    const { path, env } = database('staging')
+    await reviewSequence(env, {
+      add: async (name) =>
+        onFile(path, `INSERT INTO pets (name, category_id) VALUES ('${name}', 1)`),
+      names: async () => petsIn(path).map(([, name]) => name),
+    })
+  })
+
+  test('issue 53: a database made before the record is served by production, said once in the log; --status and show say unknown', async () => {
+    const { path, env } = database('production')
+    assert.equal((await runMain(['migrate'], env)).code, 0)
+    onFile(path, 'DROP TABLE database_environment')
+    await sqliteLedger(path).remove(5)
+    const service = await startService({ ...env, LOG_LEVEL: 'info' })
+    try {
+      const said = logLines(service.stdout()).filter((line) =>
+        String(line.msg).startsWith('the database has no record of the environment'),
+      )
+      assert.equal(said.length, 1, service.stdout())
+      assert.equal(said[0]?.level, 40, 'a warning')
+      assert.match(String(said[0]?.msg), /"petstore environment record production --yes"/)
+      assert.equal((await fetch(`${service.url}/readyz`)).status, 200)
+    } finally {
+      assert.equal(await service.stop(), 0)
+    }
+    const status = await runMain(['migrate', '--status'], env)
+    assert.equal(status.code, 0, status.stderr)
+    assert.match(
+      status.stdout,
+      /^Environment: unknown \(the database was made before migration 5 recorded it\)\.$/m,
+    )
+    assert.equal(
+      (await runMain(['environment', 'show'], env)).stdout,
+      'Environment: unknown (the database was made before migration 5 recorded it).\n',
+    )
+    const recorded = await runMain(['environment', 'record', 'production', '--yes'], env)
+    assert.match(recorded.stdout, /^Recorded the database as production's \(it said nothing\)/)
+  })
+
   describe('on PostgreSQL', { skip: postgresSkip }, () => {
     test('a new database made by staging is seeded and reset; one made by production refused', async () => {
       const [staging, production] = await Promise.all([createTestDatabase(), createTestDatabase()])
@@ -280,6 +387,32 @@ describe('petstore staging (issue 49)', () => {
         assert.deepEqual(rows, [{ n: 1 }])
       } finally {
         await Promise.all([staging.drop(), production.drop()])
+      }
+    })
+
+    test("issue 53: production refuses a database staging made, until it is recorded as production's; no pet lost", async () => {
+      const database = await createTestDatabase()
+      try {
+        const env = {
+          DATABASE_URL: database.url,
+          DATABASE_POOLER: database.pooler,
+          LOG_LEVEL: 'warn',
+        }
+        await reviewSequence(env, {
+          add: async (name) => {
+            await onDatabase(database.url, (client) =>
+              client.query('INSERT INTO pets (name, category_id) VALUES ($1, 1)', [name]),
+            )
+          },
+          names: async () => {
+            const { rows } = await onDatabase(database.url, (client) =>
+              client.query<{ name: string }>('SELECT name FROM pets ORDER BY id'),
+            )
+            return rows.map((row) => row.name)
+          },
+        })
+      } finally {
+        await database.drop()
       }
     })
   })

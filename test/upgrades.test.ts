@@ -171,4 +171,43 @@ describe("a newer release's migrations (D27)", () => {
     }
     assert.deepEqual(ledger(path), before)
   })
+
+  test('issue 53: a name read from the ledger is printed escaped, as JSON escapes it: no forged line, no terminal escape', async () => {
+    const forged = 'x\nINJECTED LINE \u001b[31mred\u001b[0m \u202eevil\r'
+    await sqliteLedger(path).add({
+      version: LATEST + 3,
+      name: forged,
+      olderReleasesMayServe: false,
+    })
+    const holdsActive = (text: string) => ['\u001b', '\u202e', '\r'].some((c) => text.includes(c))
+    const escaped = 'x\\nINJECTED LINE \\u001b[31mred\\u001b[0m \\u202eevil\\r'
+    for (const args of [['migrate'], ['keys', 'list'], ['migrate', '--status']]) {
+      const refused = await runMain(args, env)
+      assert.equal(refused.code, 1, args.join(' '))
+      for (const output of [refused.stdout, refused.stderr]) {
+        assert.equal(holdsActive(output), false, `${args.join(' ')}: ${output}`)
+        assert.equal(output.includes('INJECTED LINE') && /^INJECTED/m.test(output), false)
+      }
+      assert.equal(refused.stderr.trim().split('\n').length, 1, refused.stderr)
+      assert.ok(refused.stderr.includes(`${LATEST + 3} (${escaped})`), refused.stderr)
+    }
+    const status = await runMain(['migrate', '--status'], env)
+    assert.match(
+      status.stdout,
+      new RegExp(`^${LATEST + 3} +x\\\\nINJECTED LINE \\\\u001b\\[31m`, 'm'),
+    )
+    const db = new DatabaseSync(path)
+    try {
+      db.prepare(`DELETE FROM schema_migrations WHERE version > ${LATEST}`).run()
+      db.prepare(
+        "INSERT INTO api_keys (id, name, hint, hash, created_at) VALUES ('key_forged00000', ?, 'h', 'x', ?)",
+      ).run(forged, new Date().toISOString())
+    } finally {
+      db.close()
+    }
+    const keys = await runMain(['keys', 'list'], env)
+    assert.equal(keys.code, 0, keys.stderr)
+    assert.equal(holdsActive(keys.stdout), false, keys.stdout)
+    assert.ok(keys.stdout.includes(escaped), keys.stdout)
+  })
 })

@@ -1,6 +1,6 @@
 // The `petstore` command: a second entry point into the same config and store (no second loader).
 //   petstore serve | migrate | backup FILE | keys create|list|revoke | pets list|add|get
-//            | staging reset|seed | --help | --version
+//            | staging reset|seed | environment show|record | --help | --version
 // Exit codes: 0 done; 1 the command could not be carried out (configuration, database, listen,
 // a key that does not exist, an API call that failed); 2 it was called wrongly. Either failure is one line on stderr;
 // only `petstore` alone and --help print a usage text.
@@ -18,7 +18,13 @@ import { isKeyId } from '../contract/api-key.ts'
 import { issueApiKey } from '../keys/issue.ts'
 import type { SideListenError } from '../observability/side-listener.ts'
 import { type BackupSummary, backupSqliteDatabase } from '../operations/backup.ts'
+import { printable } from '../printable.ts'
 import { appliedNotice, newerNotice, prepareSchema } from '../process/schema.ts'
+import {
+  DatabaseEnvironmentError,
+  EnvironmentRecordError,
+  refusesDatabase,
+} from '../store/environment.ts'
 import {
   blockingMigrations,
   describeMigration,
@@ -27,6 +33,7 @@ import {
 } from '../store/migrations.ts'
 import { openStore } from '../store/open.ts'
 import { type Store, StoreOpenError, StoreUnavailableError } from '../store/store.ts'
+import { ENVIRONMENT_HELP, environmentCommand, environmentLine } from './environment.ts'
 import { type CliIo, processIo } from './io.ts'
 import { PETS_HELP } from './pets-help.ts'
 import { STAGING_HELP, stagingCommand } from './staging.ts'
@@ -44,6 +51,7 @@ Commands:
   keys revoke ID             revoke a key; requests with it get 401 within PETSTORE_KEY_CACHE_MS
   pets list|add|get          call a running service's API (PETSTORE_URL, PETSTORE_API_KEY)
   staging reset|seed         staging only: delete every pet, or create pets to try it on
+  environment show|record    which environment the database belongs to; record it anew
 
   petstore <command> --help  the command's own help (also: petstore help <command>)
   petstore --version, -v     the version
@@ -110,9 +118,11 @@ Keys are kept in the database DATABASE_URL names; they are made for PETSTORE_ENV
   pets: PETS_HELP,
 
   staging: STAGING_HELP,
+
+  environment: ENVIRONMENT_HELP,
 }
 
-const COMMANDS = ['serve', 'migrate', 'backup', 'keys', 'pets', 'staging'] as const
+const COMMANDS = ['serve', 'migrate', 'backup', 'keys', 'pets', 'staging', 'environment'] as const
 type Command = (typeof COMMANDS)[number]
 
 function isCommand(name: string | undefined): name is Command {
@@ -334,7 +344,7 @@ const migrationStatus: Run = (config, io) =>
     const rows = [
       ...state.applied.map((entry) => [
         String(entry.version),
-        entry.name,
+        printable(entry.name),
         newer.has(entry.version)
           ? `applied by a newer release; this release ${entry.olderReleasesMayServe ? 'may' : 'must not'} serve it`
           : 'applied',
@@ -342,6 +352,12 @@ const migrationStatus: Run = (config, io) =>
       ...state.pending.map((migration) => [String(migration.version), migration.name, 'pending']),
     ]
     io.stdout.write(formatTable(['VERSION', 'NAME', 'STATE'], rows))
+    io.stdout.write(
+      `${environmentLine(state.environment, state.applied.length === 0, config.env)}\n`,
+    )
+    if (state.environment !== undefined && refusesDatabase(config.env, state.environment)) {
+      throw new DatabaseEnvironmentError(config.env, state.environment)
+    }
     const blocking = blockingMigrations(state)
     if (blocking.length > 0) throw new SchemaTooNewError(state, blocking)
     if (state.pending.length > 0) {
@@ -477,7 +493,7 @@ function keyJson(key: KeyRecord) {
 function keyTable(keys: KeyRecord[]): string {
   const rows = keys.map((k) => [
     k.id,
-    k.name,
+    printable(k.name),
     k.hint,
     k.createdAt.toISOString(),
     k.revokedAt ? `revoked ${k.revokedAt.toISOString()}` : 'active',
@@ -491,6 +507,7 @@ const PREPARE: Record<Exclude<Command, 'pets'>, (args: string[]) => Run | Promis
   backup: backupCommand,
   keys: keysCommand,
   staging: stagingCommand,
+  environment: environmentCommand,
 }
 
 /** The version in package.json, read when asked (no copy of it in the code to fall behind). */
@@ -579,8 +596,14 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       io.stderr.write(`petstore: ${withCause(err)}\n`)
       return 1
     }
-    // D27: a schema this release must not serve, or one it may not migrate itself.
-    if (err instanceof SchemaTooNewError || err instanceof MigrationsPendingError) {
+    // D27: a schema this release must not serve, or one it may not migrate itself; D29: a
+    // database of an environment this process must not use, or a record it could not write.
+    if (
+      err instanceof SchemaTooNewError ||
+      err instanceof MigrationsPendingError ||
+      err instanceof DatabaseEnvironmentError ||
+      err instanceof EnvironmentRecordError
+    ) {
       io.stderr.write(`petstore: ${err.message}\n`)
       return 1
     }

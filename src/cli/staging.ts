@@ -8,6 +8,7 @@ import type { Config } from '../config.ts'
 import type { DeploymentEnv } from '../contract/api-key.ts'
 import type { NewPet, PetStatus } from '../contract/schemas.ts'
 import { prepareSchema } from '../process/schema.ts'
+import { recordCommand } from '../store/environment.ts'
 import { describeDatabase, openStore } from '../store/open.ts'
 import { NotStagingDatabaseError, notStagingReason, StagingDataError } from '../store/staging.ts'
 import type { Store } from '../store/store.ts'
@@ -143,11 +144,8 @@ async function onStagingDatabase(
 ): Promise<void> {
   const store = await openStore(config.database)
   try {
-    const { applied } = await store.schema()
-    if (applied.length > 0) {
-      const recorded = await store.staging.environment()
-      if (recorded !== 'staging') throw refusal(command, recorded)
-    }
+    const { applied, environment } = await store.schema()
+    if (applied.length > 0 && environment !== 'staging') throw refusal(command, environment)
     await prepareSchema(store, config)
     await work(store)
   } catch (err) {
@@ -165,7 +163,7 @@ async function onStagingDatabase(
 function refusal(command: Command, recorded: DeploymentEnv | undefined): CommandError {
   const what =
     recorded === undefined
-      ? '. Make a new database for staging, or record this one as staging as docs/operations.md ("Staging data") says'
+      ? `. Make a new database for staging, or, where this one is staging's, record it so with "${recordCommand('staging')}"`
       : ''
   return new CommandError(
     `staging ${command} refused: ${notStagingReason(recorded)}, and staging commands change only a database made by staging; nothing was changed${what}`,

@@ -79,7 +79,7 @@ async function runPrimary(config: Readonly<Config>, count: number): Promise<void
   await withStore(config, async (store) => {
     schemaNotices = await prepareSchema(store, config)
   })
-  for (const notice of schemaNotices) log.info(notice.fields, notice.message)
+  for (const notice of schemaNotices) log[notice.level](notice.fields, notice.message)
   const start = startLine(config, count)
   log.info(start.fields, start.message)
   noticeUnprefixedKeys(config, log)

@@ -110,7 +110,7 @@ export async function startInstance(
     ...(metrics ? { metrics } : {}),
     ...(tracing ? { tracing } : {}),
   })
-  for (const notice of schemaNotices) app.log.info(notice.fields, notice.message)
+  for (const notice of schemaNotices) app.log[notice.level](notice.fields, notice.message)
   logDroppedConnections(app.server, app.log)
   await announce(app)
 

@@ -3,8 +3,11 @@
 // of applied migrations (schema_migrations) with what each says of the releases before it, and
 // what a release decides from it: migrate, serve beside a newer release's expand steps, or
 // refuse a database a newer release has contracted. And the environment of the process that made
-// the database, recorded once, when its first migrations run (migration 5, the staging commands).
+// the database, recorded once, when its first migrations run (migration 5, environment.ts), and
+// read in the same transaction, so that production never migrates a database staging made.
 import type { DeploymentEnv } from '../contract/api-key.ts'
+import { printable } from '../printable.ts'
+import { DatabaseEnvironmentError, refusesDatabase } from './environment.ts'
 
 /** One step of an engine's schema (sqlite/migrations.ts, postgres/migrations.ts). */
 export interface Migration {
@@ -38,11 +41,14 @@ export interface SchemaState {
   newer: LedgerEntry[]
   /** The versions this release knows, in order. */
   known: number[]
+  /** Who made the database (environment.ts); undefined: made before migration 5, or new. */
+  environment: DeploymentEnv | undefined
 }
 
 export function schemaState(
   ledger: readonly LedgerEntry[],
   migrations: readonly Migration[],
+  environment: DeploymentEnv | undefined,
 ): SchemaState {
   const applied = [...ledger].sort((a, b) => a.version - b.version)
   const appliedVersions = new Set(applied.map((entry) => entry.version))
@@ -53,6 +59,7 @@ export function schemaState(
     pending: migrations.filter((migration) => !appliedVersions.has(migration.version)),
     newer: applied.filter((entry) => !knownVersions.has(entry.version)),
     known,
+    environment,
   }
 }
 
@@ -90,9 +97,12 @@ export function blockingMigrations(state: SchemaState): LedgerEntry[] {
   return state.newer.filter((entry) => !entry.olderReleasesMayServe)
 }
 
-/** "4 (migration ledger)" */
+/**
+ * "4 (migration ledger)". A name read from the ledger may hold anything a role that can write it
+ * put there: it is printed escaped (printable.ts), so that it cannot forge lines.
+ */
 export function describeMigration(migration: { version: number; name: string }): string {
-  return `${migration.version} (${migration.name})`
+  return `${migration.version} (${printable(migration.name)})`
 }
 
 /** "versions 1, 2, 3", "version 1", "no version" */
@@ -118,6 +128,8 @@ export interface MigrationRun {
   applied: AppliedMigration[]
   /** A newer release's migrations, each one this release may serve under (else it throws). */
   newer: LedgerEntry[]
+  /** Who made the database, as recorded once the run committed; undefined: made before 5. */
+  environment: DeploymentEnv | undefined
 }
 
 /**
@@ -129,6 +141,8 @@ export interface MigrationAdapter {
   begin(): Promise<void>
   /** The migrations applied already; the ledger is made first where there is none. */
   ledger(): Promise<LedgerEntry[]>
+  /** Migration 5's record (environment.ts); undefined where there is none, or no table yet. */
+  environment(): Promise<DeploymentEnv | undefined>
   /** Runs the migration's SQL and records it in the ledger. */
   apply(migration: Migration): Promise<void>
   /**
@@ -144,10 +158,11 @@ export interface MigrationAdapter {
 /**
  * Applies the migrations not applied yet, in order, in one transaction: all of them or, on a
  * failure, none. Refuses, changing nothing, a database a newer release has taken past what this
- * one may serve (D27). On a new database (an empty ledger) it also records `environment`, the
- * migrating process's PETSTORE_ENV, in the same transaction: the staging commands change only a
- * database a staging process made. A database made before migration 5 gets no record (its
- * ledger was not empty): who made it is unknown, and they refuse it.
+ * one may serve (D27), and one recorded as made by an environment this process must not use
+ * (environment.ts: production on staging's). On a new database (an empty ledger) it also records
+ * `environment`, the migrating process's PETSTORE_ENV, in the same transaction: the staging
+ * commands change only a database a staging process made. A database made before migration 5
+ * gets no record (its ledger was not empty): who made it is unknown, and they refuse it.
  */
 export async function runMigrations(
   adapter: MigrationAdapter,
@@ -157,7 +172,10 @@ export async function runMigrations(
 ): Promise<MigrationRun> {
   try {
     await adapter.begin()
-    const state = schemaState(await adapter.ledger(), migrations)
+    const state = schemaState(await adapter.ledger(), migrations, await adapter.environment())
+    if (state.environment !== undefined && refusesDatabase(environment, state.environment)) {
+      throw new DatabaseEnvironmentError(environment, state.environment)
+    }
     const blocking = blockingMigrations(state)
     if (blocking.length > 0) throw new SchemaTooNewError(state, blocking)
     const applied: AppliedMigration[] = []
@@ -167,9 +185,10 @@ export async function runMigrations(
       const durationMs = Math.round(now() - started)
       applied.push({ version: migration.version, name: migration.name, durationMs })
     }
-    if (state.applied.length === 0) await adapter.recordEnvironment(environment)
+    const isNew = state.applied.length === 0
+    if (isNew) await adapter.recordEnvironment(environment)
     await adapter.commit()
-    return { applied, newer: state.newer }
+    return { applied, newer: state.newer, environment: isNew ? environment : state.environment }
   } catch (err) {
     await adapter.rollback()
     throw err

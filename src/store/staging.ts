@@ -1,8 +1,8 @@
 // D29: a staging deployment's data, emptied and filled again (`petstore staging reset`,
 // `petstore staging seed`). Only on a database a staging process made: who made it is recorded
-// when its first migrations run (migration 5, runMigrations), and each engine checks that record
-// again inside the transaction that deletes or creates, so that no caller of the store, whatever
-// it checked before, can empty a production database.
+// when its first migrations run (environment.ts), and each engine checks that record again inside
+// the transaction that deletes or creates, so that no caller of the store, whatever it checked
+// before, can empty a production database.
 import type { DeploymentEnv } from '../contract/api-key.ts'
 import type { NewPet } from '../contract/schemas.ts'
 
@@ -21,11 +21,6 @@ export interface SeededPets {
 }
 
 export interface StagingData {
-  /**
-   * The PETSTORE_ENV of the process that made the database, or undefined: made before migration
-   * 5 (or not made yet). Read only; works before migrate() too.
-   */
-  environment(): Promise<DeploymentEnv | undefined>
   /**
    * Deletes every pet and every Idempotency-Key record in one transaction, keeping the API keys;
    * the next pet's id is 1. Throws NotStagingDatabaseError, changing nothing, unless the
@@ -64,9 +59,4 @@ export class NotStagingDatabaseError extends Error {
  */
 export class StagingDataError extends Error {
   override name = 'StagingDataError'
-}
-
-/** The recorded environment as stored, or undefined for anything else (no row). */
-export function environmentOf(value: unknown): DeploymentEnv | undefined {
-  return value === 'production' || value === 'staging' ? value : undefined
 }

@@ -7,6 +7,7 @@
 import type { DeploymentEnv } from '../contract/api-key.ts'
 import type { NewPet, Pet, PetStatus } from '../contract/schemas.ts'
 import type { OutageLogger } from '../outage-log.ts'
+import type { DatabaseEnvironment } from './environment.ts'
 import type { MigrationRun, SchemaState } from './migrations.ts'
 import type { StagingData } from './staging.ts'
 
@@ -155,9 +156,12 @@ export interface Store {
   readonly apiKeys: ApiKeyRepository
   /** D29: a staging database emptied and seeded (staging.ts); not for serving. */
   readonly staging: StagingData
+  /** D29: who made the database, as recorded (environment.ts). */
+  readonly environment: DatabaseEnvironment
   /**
    * Applies pending migrations (D27): what it applied, and a newer release's migrations it found
-   * and may serve under. Throws SchemaTooNewError, changing nothing, where it may not. A new
+   * and may serve under. Throws SchemaTooNewError, changing nothing, where it may not, and
+   * DatabaseEnvironmentError on a database recorded as one `environment` must not use. A new
    * database records `environment` (the process's PETSTORE_ENV) as the one that made it;
    * production where the caller has none to give, the side on which staging commands refuse.
    */

@@ -328,6 +328,7 @@ describe('503: Retry-After from an unreachable database', () => {
     const store: Store = {
       apiKeys: real.apiKeys,
       staging: real.staging,
+      environment: real.environment,
       migrate: (environment) => real.migrate(environment),
       schema: () => real.schema(),
       close: () => real.close(),

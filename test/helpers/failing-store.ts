@@ -43,6 +43,7 @@ export function failingStore(real: Store, replaced: ReplacedOperations): Store {
       }
     },
     staging: real.staging,
+    environment: real.environment,
     migrate: (environment) => real.migrate(environment),
     schema: () => real.schema(),
     ping: replaced.ping ?? (() => real.ping()),
@@ -76,6 +77,7 @@ export function countingKeyLookups(real: Store): { store: Store; lookups: () => 
     },
     apiKeys,
     staging: real.staging,
+    environment: real.environment,
     migrate: (environment) => real.migrate(environment),
     schema: () => real.schema(),
     ping: () => real.ping(),

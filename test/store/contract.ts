@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test'
 import { hashApiKey } from '../../src/contract/api-key.ts'
 import type { NewPet } from '../../src/contract/schemas.ts'
 import { petJsonAroundId } from '../../src/http/routes/pets-json.ts'
+import { DatabaseEnvironmentError, EnvironmentRecordError } from '../../src/store/environment.ts'
 import { type LedgerEntry, type Migration, SchemaTooNewError } from '../../src/store/migrations.ts'
 import { NotStagingDatabaseError } from '../../src/store/staging.ts'
 import type { IdempotencyClaim, Store } from '../../src/store/store.ts'
@@ -102,7 +103,11 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
     })
 
     test('migrate is idempotent', async () => {
-      assert.deepEqual(await store.migrate(), { applied: [], newer: [] })
+      assert.deepEqual(await store.migrate('staging'), {
+        applied: [],
+        newer: [],
+        environment: 'staging',
+      })
     })
 
     test('the ledger says of each migration whether releases before it may serve (D27)', async () => {
@@ -124,11 +129,15 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
       const contract = { version: 901, name: 'a dropped column', olderReleasesMayServe: false }
       try {
         await fixture.ledger.add(expand)
-        assert.deepEqual(await store.migrate(), { applied: [], newer: [expand] })
+        assert.deepEqual(await store.migrate('staging'), {
+          applied: [],
+          newer: [expand],
+          environment: 'staging',
+        })
         assert.deepEqual((await store.schema()).newer, [expand])
 
         await fixture.ledger.add(contract)
-        await assert.rejects(store.migrate(), (err: Error) => {
+        await assert.rejects(store.migrate('staging'), (err: Error) => {
           assert.ok(err instanceof SchemaTooNewError)
           assert.match(err.message, /901 \(a dropped column\)/)
           assert.match(err.message, /Upgrade this instance .* or restore/)
@@ -142,7 +151,11 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
         await fixture.ledger.remove(expand.version)
         await fixture.ledger.remove(contract.version)
       }
-      assert.deepEqual(await store.migrate(), { applied: [], newer: [] })
+      assert.deepEqual(await store.migrate('staging'), {
+        applied: [],
+        newer: [],
+        environment: 'staging',
+      })
     })
 
     test('create returns the pet with a new id; an omitted status stays omitted', async () => {
@@ -409,9 +422,31 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
     })
 
     test('a new database records who made it; later migrations never change it (issue 49)', async () => {
-      assert.equal(await store.staging.environment(), 'staging')
-      assert.deepEqual(await store.migrate('production'), { applied: [], newer: [] })
-      assert.equal(await store.staging.environment(), 'staging')
+      assert.equal(await store.environment.read(), 'staging')
+      assert.equal((await store.schema()).environment, 'staging')
+      assert.deepEqual((await store.migrate('staging')).environment, 'staging')
+      assert.equal(await store.environment.read(), 'staging')
+    })
+
+    test("production's migrations refuse a database staging made, changing nothing; record() is the way to change it (issue 53)", async () => {
+      const before = await store.schema()
+      await assert.rejects(store.migrate('production'), (err: Error) => {
+        assert.ok(err instanceof DatabaseEnvironmentError, String(err))
+        assert.equal(err.recorded, 'staging')
+        assert.equal(err.environment, 'production')
+        assert.match(err.message, /petstore environment record production --yes/)
+        assert.equal(err.message.includes('\n'), false, 'one line')
+        return true
+      })
+      assert.deepEqual(await store.schema(), before)
+      assert.equal(await store.environment.read(), 'staging')
+
+      assert.equal(await store.environment.record('production'), 'staging', 'what it said')
+      assert.equal((await store.migrate('production')).environment, 'production')
+      assert.equal(await store.environment.record('production'), 'production')
+      // Back to staging's, for the tests after this one.
+      assert.equal(await store.environment.record('staging'), 'production')
+      assert.equal(await store.environment.read(), 'staging')
     })
 
     /** `work` on a database of its own, closed and removed afterwards. */
@@ -444,7 +479,7 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
       await onAnother(async (database, other) => {
         // Without an environment: production, the side on which staging commands refuse.
         await other.migrate()
-        assert.equal(await other.staging.environment(), 'production')
+        assert.equal(await other.environment.read(), 'production')
         const kept = await other.pets.create(pet({ name: 'production pet' }))
         const key = newKey('production')
         const keyed = await other.pets.createIdempotent(pet(), claim(key))
@@ -460,14 +495,20 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
         // database with a ledger was made by someone this release cannot know.
         await database.exec('DROP TABLE database_environment')
         await database.exec('DELETE FROM schema_migrations WHERE version = 5')
-        assert.equal(await other.staging.environment(), undefined, 'read before migrating')
+        assert.equal(await other.environment.read(), undefined, 'read before migrating')
         await assertRefused(other, undefined)
+        await assert.rejects(other.environment.record('staging'), (err: Error) => {
+          assert.ok(err instanceof EnvironmentRecordError, String(err))
+          assert.match(err.message, /run "petstore migrate" first; nothing was changed$/)
+          return true
+        })
         const run = await other.migrate('staging')
         assert.deepEqual(
           run.applied.map((migration) => migration.version),
           [5],
         )
-        assert.equal(await other.staging.environment(), undefined)
+        assert.equal(run.environment, undefined, 'nothing recorded')
+        assert.equal(await other.environment.read(), undefined)
         await assertRefused(other, undefined)
         assert.deepEqual(await other.pets.get(kept.id), kept)
       })
@@ -556,7 +597,7 @@ export function storeContract(engine: string, makeFixture: () => Promise<StoreFi
       // The record is gone: the key is new again and makes the next pet.
       const again = await store.pets.createIdempotent(pet(), claim(key))
       assert.equal(again.created?.id, 3)
-      assert.equal(await store.staging.environment(), 'staging')
+      assert.equal(await store.environment.read(), 'staging')
     })
   })
 }

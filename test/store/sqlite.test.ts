@@ -255,7 +255,7 @@ test('sqlite: two migrate() calls on one store apply each migration once, togeth
       first.applied.map((migration) => migration.version),
       sqliteMigrations.map((migration) => migration.version),
     )
-    assert.deepEqual(second, { applied: [], newer: [] })
+    assert.deepEqual(second, { applied: [], newer: [], environment: 'production' })
   } finally {
     await store.close()
     await dir.remove()

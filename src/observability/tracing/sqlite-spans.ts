@@ -115,6 +115,7 @@ export function tracedSqliteStore(store: Store, tracer: Tracer): Store {
     apiKeys: tracedApiKeys(store.apiKeys, tracer),
     // Not traced: the staging commands' (D29), run by the CLI, never while serving.
     staging: store.staging,
+    environment: store.environment,
     migrate: (environment) => store.migrate(environment),
     schema: () => store.schema(),
     ping: () => store.ping(),

@@ -2,10 +2,8 @@
 // transaction on one connection of the pool (kept on one server connection by a transaction-mode
 // pooler, D19), which first reads who made the database and refuses, changing nothing, unless it
 // was staging.
-import type { DeploymentEnv } from '../../contract/api-key.ts'
 import type { NewPet } from '../../contract/schemas.ts'
 import {
-  environmentOf,
   NotStagingDatabaseError,
   type ResetCounts,
   type SeededPets,
@@ -13,6 +11,7 @@ import {
   StagingDataError,
 } from '../staging.ts'
 import type { Database, Statement, TransactionQuery } from './connection.ts'
+import { INSUFFICIENT_PRIVILEGE, readEnvironment } from './environment.ts'
 
 /**
  * Pets per INSERT while seeding: a statement's arrays stay a few hundred kilobytes, and each
@@ -20,18 +19,7 @@ import type { Database, Statement, TransactionQuery } from './connection.ts'
  */
 export const SEED_BATCH = 5_000
 
-/** SQLSTATE insufficient_privilege. */
-const INSUFFICIENT_PRIVILEGE = '42501'
-
 const STAGING_SQL = {
-  hasEnvironment: {
-    name: 'staging_has_environment',
-    text: "SELECT to_regclass('database_environment') IS NOT NULL AS present",
-  },
-  environment: {
-    name: 'staging_environment',
-    text: 'SELECT environment FROM database_environment WHERE id = 1',
-  },
   // Taken before counting, so that the counts are what TRUNCATE deletes: it waits for the
   // statements under way, and creates wait for it (bounded by their timeouts).
   lockForReset: {
@@ -73,10 +61,6 @@ export class PostgresStagingData implements StagingData {
 
   constructor(db: Database) {
     this.#db = db
-  }
-
-  async environment(): Promise<DeploymentEnv | undefined> {
-    return readEnvironment((statement, values) => this.#db.query(statement, values))
   }
 
   reset(): Promise<ResetCounts> {
@@ -128,12 +112,4 @@ export class PostgresStagingData implements StagingData {
       )
     }
   }
-}
-
-/** Migration 5's record; undefined where there is none, or no table for it yet. */
-async function readEnvironment(query: TransactionQuery): Promise<DeploymentEnv | undefined> {
-  const { rows: table } = await query<{ present: boolean }>(STAGING_SQL.hasEnvironment, [])
-  if (table[0]?.present !== true) return undefined
-  const { rows } = await query<{ environment: string }>(STAGING_SQL.environment, [])
-  return environmentOf(rows[0]?.environment)
 }

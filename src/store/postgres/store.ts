@@ -15,6 +15,7 @@ import { Client } from 'pg'
 import type { DatabasePooler } from '../../config.ts'
 import type { DeploymentEnv } from '../../contract/api-key.ts'
 import type { OutageLogger } from '../../outage-log.ts'
+import { DatabaseEnvironmentError } from '../environment.ts'
 import {
   type LedgerEntry,
   type MigrationAdapter,
@@ -35,6 +36,11 @@ import {
   type Session,
   STATEMENT_TIMEOUT_MS,
 } from './connection.ts'
+import {
+  PostgresDatabaseEnvironment,
+  readEnvironmentOn,
+  recordNewEnvironment,
+} from './environment.ts'
 import { sortPostgresError } from './errors.ts'
 import { postgresMigrations } from './migrations.ts'
 import { PostgresPetRepository } from './pets.ts'
@@ -72,6 +78,7 @@ class PostgresStore implements Store {
   readonly pets: PostgresPetRepository
   readonly apiKeys: PostgresApiKeyRepository
   readonly staging: PostgresStagingData
+  readonly environment: PostgresDatabaseEnvironment
   readonly #url: string
   readonly #db: Database
 
@@ -81,6 +88,7 @@ class PostgresStore implements Store {
     this.pets = new PostgresPetRepository(db)
     this.apiKeys = new PostgresApiKeyRepository(db)
     this.staging = new PostgresStagingData(db)
+    this.environment = new PostgresDatabaseEnvironment(db)
   }
 
   migrate(environment: DeploymentEnv = 'production'): Promise<MigrationRun> {
@@ -92,7 +100,7 @@ class PostgresStore implements Store {
   /** D27: read only, outside any transaction. */
   schema(): Promise<SchemaState> {
     return this.#onOwnConnection(async (client) =>
-      schemaState(await readLedger(client), postgresMigrations),
+      schemaState(await readLedger(client), postgresMigrations, await readEnvironmentOn(client)),
     )
   }
 
@@ -118,7 +126,8 @@ class PostgresStore implements Store {
     } catch (err) {
       throw err instanceof StoreOpenError ||
         err instanceof StoreUnavailableError ||
-        err instanceof SchemaTooNewError
+        err instanceof SchemaTooNewError ||
+        err instanceof DatabaseEnvironmentError
         ? err
         : sortPostgresError(err)
     } finally {
@@ -163,6 +172,7 @@ function migrationAdapter(client: Client): MigrationAdapter {
       )
       return readLedger(client)
     },
+    environment: () => readEnvironmentOn(client),
     apply: async (migration) => {
       await client.query(migration.sql)
       // Before migration 4 the ledger has no column for the flag; rows without it read as true.
@@ -178,12 +188,7 @@ function migrationAdapter(client: Client): MigrationAdapter {
         )
       }
     },
-    recordEnvironment: async (environment) => {
-      await client.query(
-        'INSERT INTO database_environment (id, environment, recorded_at) VALUES (1, $1, now())',
-        [environment],
-      )
-    },
+    recordEnvironment: (environment) => recordNewEnvironment(client, environment),
     commit: async () => {
       await client.query('COMMIT')
     },

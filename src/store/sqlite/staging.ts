@@ -3,16 +3,15 @@
 // every write (D16); once it is held every step is synchronous, so nothing else of this
 // process (the group commit included) runs between BEGIN and COMMIT.
 import type { DatabaseSync } from 'node:sqlite'
-import type { DeploymentEnv } from '../../contract/api-key.ts'
 import type { NewPet } from '../../contract/schemas.ts'
 import {
-  environmentOf,
   NotStagingDatabaseError,
   type ResetCounts,
   type SeededPets,
   type StagingData,
 } from '../staging.ts'
 import type { Attempts } from './attempts.ts'
+import { readEnvironment } from './environment.ts'
 import { PET_WRITES } from './pets.ts'
 
 export class SqliteStagingData implements StagingData {
@@ -22,10 +21,6 @@ export class SqliteStagingData implements StagingData {
   constructor(db: DatabaseSync, attempts: Attempts) {
     this.#db = db
     this.#attempts = attempts
-  }
-
-  async environment(): Promise<DeploymentEnv | undefined> {
-    return this.#attempts.read(() => readEnvironment(this.#db))
   }
 
   reset(): Promise<ResetCounts> {
@@ -77,21 +72,4 @@ export class SqliteStagingData implements StagingData {
       throw err
     }
   }
-}
-
-/** Migration 5's record; undefined where there is none, or no table for it yet. */
-function readEnvironment(db: DatabaseSync): DeploymentEnv | undefined {
-  const table = db
-    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'database_environment'")
-    .get()
-  if (table === undefined) return undefined
-  const row = db.prepare('SELECT environment FROM database_environment WHERE id = 1').get()
-  return environmentOf(row?.environment)
-}
-
-/** The migration adapter's step (store.ts): a new database says who made it. */
-export function recordEnvironment(db: DatabaseSync, environment: DeploymentEnv): void {
-  db.prepare(
-    'INSERT INTO database_environment (id, environment, recorded_at) VALUES (1, ?, ?)',
-  ).run(environment, new Date().toISOString())
 }

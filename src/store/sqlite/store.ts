@@ -30,10 +30,11 @@ import {
 import { type CommitTracer, type Store, type StoreObserver, StoreOpenError } from '../store.ts'
 import { SqliteApiKeyRepository } from './api-keys.ts'
 import { Attempts } from './attempts.ts'
+import { readEnvironment, recordNewEnvironment, SqliteDatabaseEnvironment } from './environment.ts'
 import { BUSY_TIMEOUT_MS, LOCK_TIMEOUT_MS, retryWhileBusy } from './failures.ts'
 import { sqliteMigrations } from './migrations.ts'
 import { SqlitePetRepository } from './pets.ts'
-import { recordEnvironment, SqliteStagingData } from './staging.ts'
+import { SqliteStagingData } from './staging.ts'
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:'. */
@@ -89,6 +90,7 @@ class SqliteStore implements Store {
   readonly pets: SqlitePetRepository
   readonly apiKeys: SqliteApiKeyRepository
   readonly staging: SqliteStagingData
+  readonly environment: SqliteDatabaseEnvironment
   #probe: StatementSync | undefined
   #migrating: Promise<unknown> = Promise.resolve()
 
@@ -98,6 +100,7 @@ class SqliteStore implements Store {
     this.pets = new SqlitePetRepository(db, attempts)
     this.apiKeys = new SqliteApiKeyRepository(db, attempts)
     this.staging = new SqliteStagingData(db, attempts)
+    this.environment = new SqliteDatabaseEnvironment(db, attempts)
   }
 
   reportOutagesTo(log: OutageLogger): void {
@@ -146,7 +149,7 @@ class SqliteStore implements Store {
       .catch(() => {})
       .then(() => {
         try {
-          return schemaState(readLedger(this.#db), sqliteMigrations)
+          return schemaState(readLedger(this.#db), sqliteMigrations, readEnvironment(this.#db))
         } catch (err) {
           throw this.#attempts.failed(err)
         }
@@ -197,6 +200,7 @@ function migrationAdapter(db: DatabaseSync, lockTimeoutMs: number): MigrationAda
       )
       return readLedger(db)
     },
+    environment: async () => readEnvironment(db),
     apply: async (migration) => {
       db.exec(migration.sql)
       // Before migration 4 the ledger has no column for the flag; rows without it read as true.
@@ -213,7 +217,7 @@ function migrationAdapter(db: DatabaseSync, lockTimeoutMs: number): MigrationAda
       )
     },
     recordEnvironment: async (environment) => {
-      recordEnvironment(db, environment)
+      recordNewEnvironment(db, environment)
     },
     commit: async () => {
       db.exec('COMMIT')
