@@ -286,6 +286,7 @@ describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders
       'NetworkPolicy/petstore',
       'PodDisruptionBudget/petstore',
       'Secret/petstore',
+      'Secret/petstore-migrate',
       'Service/petstore',
     ])
   })
@@ -302,6 +303,29 @@ describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders
     const url = env.find((v) => v.name === 'DATABASE_URL')
     assert.equal(url?.valueFrom?.secretKeyRef?.optional, undefined, 'DATABASE_URL is required')
     assert.equal(url?.valueFrom?.secretKeyRef?.key, 'DATABASE_URL')
+  })
+
+  it('the Job migrates as the owner, the pods serve as the runtime role: two credentials (D27)', () => {
+    const secretOf = (workload: IDeployment | IJob) =>
+      container(workload).env?.find((v) => v.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef?.name
+    const job = secretOf(find<IJob>(postgres, 'Job', 'petstore-migrate'))
+    const pods = secretOf(find<IDeployment>(postgres, 'Deployment', 'petstore'))
+    assert.equal(job, 'petstore-migrate')
+    assert.equal(pods, 'petstore')
+    // Nothing of the owner's Secret reaches the pods, by a variable or a volume.
+    const deployment = find<IDeployment>(postgres, 'Deployment', 'petstore')
+    assert.ok(!JSON.stringify(podSpec(deployment)).includes('petstore-migrate'))
+    const owner = find<ISecret>(postgres, 'Secret', 'petstore-migrate')
+    assert.deepEqual(Object.keys({ ...owner.data, ...owner.stringData }), ['DATABASE_URL'])
+    // The runtime role's privileges come from deploy/postgresql/grants.sql, run after the Job.
+    const instructions = readFileSync(
+      join(KUBERNETES, 'overlays', 'postgres', 'kustomization.yaml'),
+      'utf8',
+    )
+    const steps = instructions.split('\n').filter((line) => /^# {3}\S/.test(line))
+    const grants = steps.findIndex((line) => line.includes('-f deploy/postgresql/grants.sql'))
+    assert.ok(grants > steps.findIndex((line) => line.includes('kubectl wait')))
+    assert.ok(grants < steps.findLastIndex((line) => line.includes('kubectl apply -k')))
   })
 
   it('three pods or more, replaced one at a time, within PostgreSQL’s connections', () => {
@@ -327,7 +351,7 @@ describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders
     assert.equal(budget.spec?.maxUnavailable, 1)
   })
 
-  it('the Job runs `petstore migrate` from the same image, with the same Secret', () => {
+  it('the Job runs `petstore migrate` from the same image, in the same environment', () => {
     const job = find<IJob>(postgres, 'Job', 'petstore-migrate')
     const deployment = find<IDeployment>(postgres, 'Deployment', 'petstore')
     const c = container(job)
@@ -361,7 +385,11 @@ describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders
     const firstStep = postgres.filter((m) =>
       ['config', 'migration'].includes(m.metadata.labels?.['app.kubernetes.io/component'] ?? ''),
     )
-    assert.deepEqual(kinds(firstStep), ['Job/petstore-migrate', 'Secret/petstore'])
+    assert.deepEqual(kinds(firstStep), [
+      'Job/petstore-migrate',
+      'Secret/petstore',
+      'Secret/petstore-migrate',
+    ])
     const instructions = readFileSync(
       join(KUBERNETES, 'overlays', 'postgres', 'kustomization.yaml'),
       'utf8',
@@ -369,11 +397,12 @@ describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders
     assert.ok(instructions.includes("-l 'app.kubernetes.io/component in (config,migration)'"))
   })
 
-  it("the Secret's placeholders are refused at start, each naming its variable", () => {
+  it("the Secrets' placeholders are refused at start, each naming its variable", () => {
     const secret = find<ISecret>(postgres, 'Secret', 'petstore')
     const values = secret.stringData ?? {}
     assert.deepEqual(Object.keys(values).sort(), ['DATABASE_URL', 'PETSTORE_API_KEYS', 'REDIS_URL'])
-    for (const [name, value] of Object.entries(values)) {
+    const owner = find<ISecret>(postgres, 'Secret', 'petstore-migrate').stringData ?? {}
+    for (const [name, value] of [...Object.entries(values), ...Object.entries(owner)]) {
       assert.match(value, /REPLACE ME/, `${name} is marked as a placeholder`)
       assert.throws(
         () => loadConfig({ DATABASE_URL: 'sqlite::memory:', [name]: value }),
