@@ -139,6 +139,22 @@ function bytes(quantity: string | number | undefined): number {
   return Number(match[1]) * (match[2] ? unit[match[2] as keyof typeof unit] : 1)
 }
 
+/** kubelet's default log rotation: 5 files (containerLogMaxFiles) of 10Mi (containerLogMaxSize). */
+const KUBELET_LOGS = 5 * 10 * 2 ** 20
+
+/**
+ * Ephemeral storage requested and limited (kube-score): the limit holds /tmp's emptyDir at its
+ * sizeLimit and kubelet's rotated log, so that only a pod writing far more is evicted.
+ */
+function assertEphemeralStorage(workload: IDeployment | IJob): void {
+  const c = container(workload)
+  const request = bytes(c.resources?.requests?.['ephemeral-storage'])
+  const limit = bytes(c.resources?.limits?.['ephemeral-storage'])
+  const tmp = podSpec(workload).volumes?.find((v) => v.name === 'tmp')?.emptyDir?.sizeLimit
+  assert.ok(request > 0 && request <= limit, 'ephemeral-storage: a request up to the limit')
+  assert.ok(limit >= bytes(tmp) + KUBELET_LOGS, "the limit holds /tmp's sizeLimit and the log")
+}
+
 /** Seconds of the preStop hook's `sleep`, exec or sleep action. */
 function preStopSeconds(c: IContainer): number {
   const hook = c.lifecycle?.preStop
@@ -225,6 +241,7 @@ function assertApiPod(manifests: Manifest[]): IDeployment {
     assert.ok(Number(oldSpace) * 2 ** 20 <= limit / 2, 'at most half the limit')
   }
   assert.equal(c.resources?.limits?.cpu, undefined, 'no CPU limit')
+  assertEphemeralStorage(deployment)
   assert.equal(c.image, `petstore:${version}`, "the project's version (package.json)")
   assert.deepEqual(c.args, ['serve'])
   assertSecretRefs(manifests, deployment)
@@ -380,7 +397,11 @@ describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders
     assert.equal(envOf(job), 'production')
     assert.equal(envOf(job), envOf(deployment), 'the Job and the pods name one environment')
     assertLockedDown(job)
+    assertEphemeralStorage(job)
     assertSecretRefs(postgres, job)
+    // A finished Job goes by itself, once `kubectl wait` and a look at its log had time.
+    const ttl = job.spec?.ttlSecondsAfterFinished
+    assert.ok(ttl !== undefined && ttl >= 3600, 'ttlSecondsAfterFinished, an hour or more')
     // The first step applies the Secret and the Job only (the kustomization's instructions).
     const firstStep = postgres.filter((m) =>
       ['config', 'migration'].includes(m.metadata.labels?.['app.kubernetes.io/component'] ?? ''),
