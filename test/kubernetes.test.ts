@@ -250,6 +250,44 @@ function assertApiPod(manifests: Manifest[]): IDeployment {
   return deployment
 }
 
+/** The kube-dns pods of kube-system: the DNS rule's only peers. */
+const KUBE_DNS = [
+  {
+    namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+    podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+  },
+]
+
+/**
+ * A policy's egress (issue 53): DNS to kube-dns on 53 UDP and TCP, then exactly `ports`, each
+ * TCP; every rule names its ports, since a rule without ports would open them all.
+ */
+function assertEgress(policy: INetworkPolicy, ports: number[]): void {
+  assert.ok(policy.spec?.policyTypes?.includes('Egress'), 'egress is restricted')
+  const rules = policy.spec?.egress ?? []
+  for (const rule of rules) assert.ok(rule.ports && rule.ports.length > 0, 'each names its ports')
+  const dns = rules.filter((rule) => rule.ports?.some((p) => p.port === 53))
+  assert.equal(dns.length, 1, 'one DNS rule')
+  assert.deepEqual(dns[0]?.to, KUBE_DNS, 'DNS to kube-dns only')
+  assert.deepEqual(
+    dns[0]?.ports?.map((p) => p.protocol),
+    ['UDP', 'TCP'],
+  )
+  const others = rules.filter((rule) => rule !== dns[0]).flatMap((rule) => rule.ports ?? [])
+  assert.ok(others.every((p) => p.protocol === 'TCP'))
+  assert.deepEqual(
+    others.map((p) => p.port),
+    ports,
+  )
+}
+
+/** The port of a Secret's URL placeholder (`REPLACE ME: postgres://…@host:5432/…`). */
+function placeholderPort(value: string | undefined): number {
+  const port = /@[^:/]+:(\d+)\//.exec(value ?? '')?.[1]
+  assert.ok(port, `a port in ${value}`)
+  return Number(port)
+}
+
 function assertNetwork(manifests: Manifest[], deployment: IDeployment): void {
   const c = container(deployment)
   const labels = deployment.spec?.template.metadata?.labels ?? {}
@@ -267,7 +305,7 @@ function assertNetwork(manifests: Manifest[], deployment: IDeployment): void {
   // The NetworkPolicy: the API's port from anywhere, metrics from monitoring, probes from no pod.
   const policy = find<INetworkPolicy>(manifests, 'NetworkPolicy', 'petstore')
   assert.ok(selects(policy.spec?.podSelector?.matchLabels), 'the policy selects the pods')
-  assert.deepEqual(policy.spec?.policyTypes, ['Ingress'])
+  assert.deepEqual(policy.spec?.policyTypes, ['Ingress', 'Egress'])
   const rules = policy.spec?.ingress ?? []
   const opened = rules.map((rule) => {
     assert.ok(rule.ports && rule.ports.length > 0, 'every rule names its ports')
@@ -295,12 +333,32 @@ function assertNetwork(manifests: Manifest[], deployment: IDeployment): void {
 }
 
 describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders it', () => {
+  it('egress: the pods reach DNS, the collector, the database and Redis; the Job DNS and the database', () => {
+    const policy = find<INetworkPolicy>(postgres, 'NetworkPolicy', 'petstore')
+    assertEgress(policy, [4318, 5432, 6432, 6379, 6380])
+    // The ports the Secrets' placeholders name are open.
+    const values = find<ISecret>(postgres, 'Secret', 'petstore').stringData ?? {}
+    const opened = (policy.spec?.egress ?? []).flatMap((rule) => rule.ports?.map((p) => p.port))
+    assert.ok(opened.includes(placeholderPort(values.DATABASE_URL)))
+    assert.ok(opened.includes(placeholderPort(values.REDIS_URL)))
+    // The Job's pod, which holds the owner's credentials: DNS and the database, no way in.
+    const job = find<IJob>(postgres, 'Job', 'petstore-migrate')
+    const migrate = find<INetworkPolicy>(postgres, 'NetworkPolicy', 'petstore-migrate')
+    const labels = job.spec?.template.metadata?.labels ?? {}
+    const selector = migrate.spec?.podSelector?.matchLabels ?? {}
+    assert.ok(Object.entries(selector).every(([key, value]) => labels[key] === value))
+    assert.deepEqual(migrate.spec?.policyTypes, ['Ingress', 'Egress'])
+    assert.deepEqual(migrate.spec?.ingress, [], 'nothing connects to the Job')
+    assertEgress(migrate, [5432, 6432])
+  })
+
   it('holds the Deployment, its Service, NetworkPolicy, Secret, autoscaler, budget and Job', () => {
     assert.deepEqual(kinds(postgres), [
       'Deployment/petstore',
       'HorizontalPodAutoscaler/petstore',
       'Job/petstore-migrate',
       'NetworkPolicy/petstore',
+      'NetworkPolicy/petstore-migrate',
       'PodDisruptionBudget/petstore',
       'Secret/petstore',
       'Secret/petstore-migrate',
@@ -408,6 +466,7 @@ describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders
     )
     assert.deepEqual(kinds(firstStep), [
       'Job/petstore-migrate',
+      'NetworkPolicy/petstore-migrate',
       'Secret/petstore',
       'Secret/petstore-migrate',
     ])
@@ -435,6 +494,10 @@ describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders
 })
 
 describe('deploy/kubernetes, SQLite: the overlay as kubectl apply -k renders it', () => {
+  it('egress: DNS and the collector only (the database is a file)', () => {
+    assertEgress(find<INetworkPolicy>(sqlite, 'NetworkPolicy', 'petstore'), [4318])
+  })
+
   it('holds the Deployment, its Service, NetworkPolicy, Secret and volume; no autoscaler, budget or Job', () => {
     assert.deepEqual(kinds(sqlite), [
       'Deployment/petstore',
