@@ -199,6 +199,30 @@ function assertSecretRefs(manifests: Manifest[], workload: IDeployment | IJob): 
   }
 }
 
+/**
+ * The keys come from the Secret as a file (PETSTORE_API_KEYS_FILE), never as a variable, which
+ * `ps e`, /proc and crash reports show; the Secret holds the key, so the file is always there.
+ */
+function assertKeysFile(manifests: Manifest[], deployment: IDeployment): void {
+  const c = container(deployment)
+  assert.equal(
+    c.env?.find((v) => v.name === 'PETSTORE_API_KEYS'),
+    undefined,
+    'no keys in the environment',
+  )
+  const file = c.env?.find((v) => v.name === 'PETSTORE_API_KEYS_FILE')?.value ?? ''
+  const mount = c.volumeMounts?.find((m) => file.startsWith(`${m.mountPath}/`))
+  assert.ok(mount, `a volume holds ${file}`)
+  assert.equal(mount.readOnly, true)
+  const source = podSpec(deployment).volumes?.find((v) => v.name === mount.name)?.secret
+  const item = source?.items?.find((i) => file === `${mount.mountPath}/${i.path}`)
+  assert.equal(item?.key, 'PETSTORE_API_KEYS')
+  assert.equal(source?.optional, undefined, 'a Secret without it stops the start')
+  assert.equal((source?.defaultMode ?? 0o644) & 0o007, 0, 'readable by no other user')
+  const secret = find<ISecret>(manifests, 'Secret', source?.secretName)
+  assert.ok('PETSTORE_API_KEYS' in { ...secret.data, ...secret.stringData })
+}
+
 function assertApiPod(manifests: Manifest[]): IDeployment {
   const deployment = find<IDeployment>(manifests, 'Deployment', 'petstore')
   const c = container(deployment)
@@ -245,8 +269,10 @@ function assertApiPod(manifests: Manifest[]): IDeployment {
   assert.equal(c.image, `petstore:${version}`, "the project's version (package.json)")
   assert.deepEqual(c.args, ['serve'])
   assertSecretRefs(manifests, deployment)
-  // Every setting the pod gives literally is one the service accepts.
-  assert.doesNotThrow(() => loadConfig(environment(c)))
+  assertKeysFile(manifests, deployment)
+  // Every setting the pod gives literally is one the service accepts (the keys' file as the
+  // Secret fills it, checked apart).
+  assert.doesNotThrow(() => loadConfig({ ...environment(c), PETSTORE_API_KEYS_FILE: '' }))
   return deployment
 }
 
@@ -508,7 +534,7 @@ describe('deploy/kubernetes, SQLite: the overlay as kubectl apply -k renders it'
     ])
     // Optional keys only: the pod starts with the Secret as it is.
     const secret = find<ISecret>(sqlite, 'Secret', 'petstore')
-    assert.deepEqual({ ...secret.data, ...secret.stringData }, {})
+    assert.deepEqual({ ...secret.data, ...secret.stringData }, { PETSTORE_API_KEYS: '' })
   })
 
   it('the pod: probes, the stop, security, memory, secrets; the Service and the policy', () => {
@@ -522,7 +548,7 @@ describe('deploy/kubernetes, SQLite: the overlay as kubectl apply -k renders it'
     const c = container(deployment)
     const env = environment(c)
     assert.notEqual(env.PETSTORE_MIGRATE, 'off', 'the pod migrates as it starts')
-    const database = loadConfig(env).database
+    const database = loadConfig({ ...env, PETSTORE_API_KEYS_FILE: '' }).database
     assert.equal(database.engine, 'sqlite')
     assert.ok(database.engine === 'sqlite')
     const folder = dirname(database.path)
