@@ -587,6 +587,26 @@ describe('test/image/kustomize.ts renders as kustomize does', () => {
     ])
   })
 
+  it("each overlay's registry example pins the image by digest, for every workload", () => {
+    // A tag can be pushed again; under imagePullPolicy: IfNotPresent a node keeps what it pulled.
+    const digest = `sha256:${'a'.repeat(64)}`
+    for (const variant of ['postgres', 'sqlite']) {
+      const folder = join(KUBERNETES, 'overlays', variant)
+      const text = readFileSync(join(folder, 'kustomization.yaml'), 'utf8')
+      const example = text.slice(text.indexOf('# images:')).replace(/^# ?/gm, '')
+      const [parsed] = parseYaml(example.replace('sha256:…', digest), variant) as {
+        images: { name: string; newName?: string; newTag?: string; digest?: string }[]
+      }[]
+      assert.equal(parsed?.images[0]?.digest, digest, `${variant}: the example names a digest`)
+      const manifests = applyImages(render(folder), parsed?.images ?? [])
+      const workloads = manifests.filter((m) => m.kind === 'Deployment' || m.kind === 'Job')
+      for (const workload of workloads) {
+        const image = container(workload as unknown as IDeployment).image ?? ''
+        assert.ok(image.endsWith(`@${digest}`), `${variant} ${workload.kind}: ${image}`)
+      }
+    }
+  })
+
   it('a JSON patch whose path is not there fails, as kustomize does', () => {
     const document = { spec: { containers: [{ env: [] }] } }
     applyOperation(document, { op: 'add', path: '/spec/containers/0/env/-', value: 1 }, 'test')
