@@ -1,5 +1,6 @@
 // Configuration (D9): read from the environment once, validated, frozen. Nothing else in the
 // code reads process.env. A bad value stops the start with one line naming the variable.
+import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { type DeploymentEnv, parseApiKey } from './contract/api-key.ts'
 import {
@@ -257,10 +258,34 @@ function poolSize(env: Env): number {
   return integer('DATABASE_POOL_SIZE', read(env, 'DATABASE_POOL_SIZE'), 1, 1000)
 }
 
+/**
+ * D9: the keys, from PETSTORE_API_KEYS or from the file PETSTORE_API_KEYS_FILE names (a mounted
+ * Secret, kept out of the process's environment, which `ps e`, /proc and crash reports show).
+ * In the file, keys are separated by commas or line breaks. Both set is refused: which one
+ * wins would be a guess.
+ */
+function apiKeysSource(env: Env): { name: string; keys: string[] } {
+  const path = env.PETSTORE_API_KEYS_FILE?.trim()
+  if (path === undefined || path === '') {
+    return { name: 'PETSTORE_API_KEYS', keys: list(env.PETSTORE_API_KEYS) }
+  }
+  if (list(env.PETSTORE_API_KEYS).length > 0) {
+    throw new ConfigError('PETSTORE_API_KEYS and PETSTORE_API_KEYS_FILE are both set; set one')
+  }
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? String(error)
+    throw new ConfigError(`PETSTORE_API_KEYS_FILE ${path} cannot be read (${code})`)
+  }
+  return { name: 'PETSTORE_API_KEYS_FILE', keys: list(text.replace(/\r?\n/g, ',')) }
+}
+
 function parseApiKeys(env: Env, deployment: DeploymentEnv): string[] {
-  const keys = list(env.PETSTORE_API_KEYS)
+  const { name, keys } = apiKeysSource(env)
   keys.forEach((key, i) => {
-    const where = `PETSTORE_API_KEYS entry ${i + 1}`
+    const where = `${name} entry ${i + 1}`
     if (key.length < 32 || key.length > API_KEY_MAX_LENGTH || /\s/.test(key)) {
       throw new ConfigError(
         `${where} must be 32 to ${API_KEY_MAX_LENGTH} characters with no white space (Authorization: Bearer <key> is at most ${AUTHORIZATION_MAX_LENGTH})`,

@@ -1,9 +1,13 @@
-// D9: loadConfig is a pure function of the environment, so every bad value is tested here rather
+// D9: loadConfig is a pure function of the environment (and of the file PETSTORE_API_KEYS_FILE
+// names), so every bad value is tested here rather
 // than by starting a process; cli.test.ts starts one to show how such a line reaches the
 // operator (stderr, exit code 1). The describes after the first test the variables with more
 // rules of their own, one a variable or group.
 import assert from 'node:assert/strict'
-import { describe, test } from 'node:test'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, describe, test } from 'node:test'
 import { ConfigError, loadConfig } from '../src/config.ts'
 import { generateApiKey } from '../src/contract/api-key.ts'
 
@@ -181,6 +185,53 @@ describe('loadConfig', () => {
 })
 
 // HOST (D9): an IP literal or an RFC 1123 host name, checked at start with one clear line.
+
+describe('PETSTORE_API_KEYS_FILE: the keys from a file, such as a mounted Secret', () => {
+  const folder = mkdtempSync(join(tmpdir(), 'petstore-keys-'))
+  after(() => rmSync(folder, { recursive: true, force: true }))
+  const file = (name: string, text: string) => {
+    const path = join(folder, name)
+    writeFileSync(path, text)
+    return path
+  }
+  const [one, two] = ['k'.repeat(32), 'j'.repeat(40)]
+
+  test('keys separated by line breaks or commas, around white space, as PETSTORE_API_KEYS has them', () => {
+    const path = file('keys', ` ${one}\r\n\n${two} ,\n`)
+    assert.deepEqual(loadConfig({ PETSTORE_API_KEYS_FILE: path }).apiKeys, [one, two])
+    const commas = file('commas', `${one},${two}`)
+    assert.deepEqual(loadConfig({ PETSTORE_API_KEYS_FILE: ` ${commas} ` }).apiKeys, [one, two])
+    assert.deepEqual(loadConfig({ PETSTORE_API_KEYS_FILE: file('empty', '\n') }).apiKeys, [])
+    // Empty, it is not set.
+    assert.deepEqual(loadConfig({ PETSTORE_API_KEYS_FILE: '', PETSTORE_API_KEYS: one }).apiKeys, [
+      one,
+    ])
+  })
+
+  test("each key is checked as PETSTORE_API_KEYS's, the line naming the file's variable", () => {
+    assert.match(
+      refusal({ PETSTORE_API_KEYS_FILE: file('short', `${one}\nshort\n`) }),
+      /^PETSTORE_API_KEYS_FILE entry 2 must be 32 to 505 characters/,
+    )
+    const staging = generateApiKey('staging')
+    assert.equal(
+      refusal({ PETSTORE_API_KEYS_FILE: file('staging', staging) }),
+      'PETSTORE_API_KEYS_FILE entry 1 is a staging key; this service runs as production',
+    )
+  })
+
+  test('a file that cannot be read, or both variables set, stops the start in one line', () => {
+    const missing = join(folder, 'missing')
+    assert.equal(
+      refusal({ PETSTORE_API_KEYS_FILE: missing }),
+      `PETSTORE_API_KEYS_FILE ${missing} cannot be read (ENOENT)`,
+    )
+    assert.equal(
+      refusal({ PETSTORE_API_KEYS_FILE: file('both', one), PETSTORE_API_KEYS: two }),
+      'PETSTORE_API_KEYS and PETSTORE_API_KEYS_FILE are both set; set one',
+    )
+  })
+})
 
 describe('HOST', () => {
   test('defaults to 127.0.0.1; IPv4 and IPv6 literals and host names are taken as given', () => {

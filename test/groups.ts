@@ -6,6 +6,7 @@ export const POSTGRES_ONLY = [
   'test/store/postgres.test.ts',
   'test/store/pgbouncer.test.ts',
   'test/store/postgres-disk-full.test.ts',
+  'test/store/postgres-grants.test.ts',
   'test/scale/*.test.ts',
 ]
 /**
@@ -64,6 +65,7 @@ export const ISOLATED = [
   'test/rate-limit/fail-open.test.ts',
   'test/readme-engines.test.ts',
   'test/store/postgres-disk-full.test.ts',
+  'test/store/postgres-grants.test.ts',
 ]
 export const POSTGRES_RUN = [...ENGINE_HTTP, ...POSTGRES_ONLY]
 /**

@@ -139,6 +139,22 @@ function bytes(quantity: string | number | undefined): number {
   return Number(match[1]) * (match[2] ? unit[match[2] as keyof typeof unit] : 1)
 }
 
+/** kubelet's default log rotation: 5 files (containerLogMaxFiles) of 10Mi (containerLogMaxSize). */
+const KUBELET_LOGS = 5 * 10 * 2 ** 20
+
+/**
+ * Ephemeral storage requested and limited (kube-score): the limit holds /tmp's emptyDir at its
+ * sizeLimit and kubelet's rotated log, so that only a pod writing far more is evicted.
+ */
+function assertEphemeralStorage(workload: IDeployment | IJob): void {
+  const c = container(workload)
+  const request = bytes(c.resources?.requests?.['ephemeral-storage'])
+  const limit = bytes(c.resources?.limits?.['ephemeral-storage'])
+  const tmp = podSpec(workload).volumes?.find((v) => v.name === 'tmp')?.emptyDir?.sizeLimit
+  assert.ok(request > 0 && request <= limit, 'ephemeral-storage: a request up to the limit')
+  assert.ok(limit >= bytes(tmp) + KUBELET_LOGS, "the limit holds /tmp's sizeLimit and the log")
+}
+
 /** Seconds of the preStop hook's `sleep`, exec or sleep action. */
 function preStopSeconds(c: IContainer): number {
   const hook = c.lifecycle?.preStop
@@ -154,6 +170,9 @@ function assertLockedDown(workload: IDeployment | IJob): void {
   const uid = c.runAsUser ?? pod.runAsUser
   assert.equal(c.runAsNonRoot ?? pod.runAsNonRoot, true, 'runAsNonRoot')
   assert.equal(String(uid), imageUser?.[1], "the Dockerfile's USER")
+  // kube-score: ids from 10000 up, apart from a host's own users'.
+  assert.ok(Number(uid) >= 10000, 'uid 10000 or more')
+  assert.ok(Number(c.runAsGroup ?? pod.runAsGroup) >= 10000, 'gid 10000 or more')
   assert.equal(String(c.runAsGroup ?? pod.runAsGroup), imageUser?.[2], "the Dockerfile's group")
   assert.equal(c.readOnlyRootFilesystem, true, 'readOnlyRootFilesystem')
   assert.equal(c.allowPrivilegeEscalation, false, 'allowPrivilegeEscalation')
@@ -181,6 +200,30 @@ function assertSecretRefs(manifests: Manifest[], workload: IDeployment | IJob): 
     )
     assert.equal(ref.key, variable.name, 'each variable under its own name in the Secret')
   }
+}
+
+/**
+ * The keys come from the Secret as a file (PETSTORE_API_KEYS_FILE), never as a variable, which
+ * `ps e`, /proc and crash reports show; the Secret holds the key, so the file is always there.
+ */
+function assertKeysFile(manifests: Manifest[], deployment: IDeployment): void {
+  const c = container(deployment)
+  assert.equal(
+    c.env?.find((v) => v.name === 'PETSTORE_API_KEYS'),
+    undefined,
+    'no keys in the environment',
+  )
+  const file = c.env?.find((v) => v.name === 'PETSTORE_API_KEYS_FILE')?.value ?? ''
+  const mount = c.volumeMounts?.find((m) => file.startsWith(`${m.mountPath}/`))
+  assert.ok(mount, `a volume holds ${file}`)
+  assert.equal(mount.readOnly, true)
+  const source = podSpec(deployment).volumes?.find((v) => v.name === mount.name)?.secret
+  const item = source?.items?.find((i) => file === `${mount.mountPath}/${i.path}`)
+  assert.equal(item?.key, 'PETSTORE_API_KEYS')
+  assert.equal(source?.optional, undefined, 'a Secret without it stops the start')
+  assert.equal((source?.defaultMode ?? 0o644) & 0o007, 0, 'readable by no other user')
+  const secret = find<ISecret>(manifests, 'Secret', source?.secretName)
+  assert.ok('PETSTORE_API_KEYS' in { ...secret.data, ...secret.stringData })
 }
 
 function assertApiPod(manifests: Manifest[]): IDeployment {
@@ -225,12 +268,53 @@ function assertApiPod(manifests: Manifest[]): IDeployment {
     assert.ok(Number(oldSpace) * 2 ** 20 <= limit / 2, 'at most half the limit')
   }
   assert.equal(c.resources?.limits?.cpu, undefined, 'no CPU limit')
+  assertEphemeralStorage(deployment)
   assert.equal(c.image, `petstore:${version}`, "the project's version (package.json)")
   assert.deepEqual(c.args, ['serve'])
   assertSecretRefs(manifests, deployment)
-  // Every setting the pod gives literally is one the service accepts.
-  assert.doesNotThrow(() => loadConfig(environment(c)))
+  assertKeysFile(manifests, deployment)
+  // Every setting the pod gives literally is one the service accepts (the keys' file as the
+  // Secret fills it, checked apart).
+  assert.doesNotThrow(() => loadConfig({ ...environment(c), PETSTORE_API_KEYS_FILE: '' }))
   return deployment
+}
+
+/** The kube-dns pods of kube-system: the DNS rule's only peers. */
+const KUBE_DNS = [
+  {
+    namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+    podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+  },
+]
+
+/**
+ * A policy's egress (issue 53): DNS to kube-dns on 53 UDP and TCP, then exactly `ports`, each
+ * TCP; every rule names its ports, since a rule without ports would open them all.
+ */
+function assertEgress(policy: INetworkPolicy, ports: number[]): void {
+  assert.ok(policy.spec?.policyTypes?.includes('Egress'), 'egress is restricted')
+  const rules = policy.spec?.egress ?? []
+  for (const rule of rules) assert.ok(rule.ports && rule.ports.length > 0, 'each names its ports')
+  const dns = rules.filter((rule) => rule.ports?.some((p) => p.port === 53))
+  assert.equal(dns.length, 1, 'one DNS rule')
+  assert.deepEqual(dns[0]?.to, KUBE_DNS, 'DNS to kube-dns only')
+  assert.deepEqual(
+    dns[0]?.ports?.map((p) => p.protocol),
+    ['UDP', 'TCP'],
+  )
+  const others = rules.filter((rule) => rule !== dns[0]).flatMap((rule) => rule.ports ?? [])
+  assert.ok(others.every((p) => p.protocol === 'TCP'))
+  assert.deepEqual(
+    others.map((p) => p.port),
+    ports,
+  )
+}
+
+/** The port of a Secret's URL placeholder (`REPLACE ME: postgres://…@host:5432/…`). */
+function placeholderPort(value: string | undefined): number {
+  const port = /@[^:/]+:(\d+)\//.exec(value ?? '')?.[1]
+  assert.ok(port, `a port in ${value}`)
+  return Number(port)
 }
 
 function assertNetwork(manifests: Manifest[], deployment: IDeployment): void {
@@ -250,7 +334,7 @@ function assertNetwork(manifests: Manifest[], deployment: IDeployment): void {
   // The NetworkPolicy: the API's port from anywhere, metrics from monitoring, probes from no pod.
   const policy = find<INetworkPolicy>(manifests, 'NetworkPolicy', 'petstore')
   assert.ok(selects(policy.spec?.podSelector?.matchLabels), 'the policy selects the pods')
-  assert.deepEqual(policy.spec?.policyTypes, ['Ingress'])
+  assert.deepEqual(policy.spec?.policyTypes, ['Ingress', 'Egress'])
   const rules = policy.spec?.ingress ?? []
   const opened = rules.map((rule) => {
     assert.ok(rule.ports && rule.ports.length > 0, 'every rule names its ports')
@@ -278,14 +362,35 @@ function assertNetwork(manifests: Manifest[], deployment: IDeployment): void {
 }
 
 describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders it', () => {
+  it('egress: the pods reach DNS, the collector, the database and Redis; the Job DNS and the database', () => {
+    const policy = find<INetworkPolicy>(postgres, 'NetworkPolicy', 'petstore')
+    assertEgress(policy, [4318, 5432, 6432, 6379, 6380])
+    // The ports the Secrets' placeholders name are open.
+    const values = find<ISecret>(postgres, 'Secret', 'petstore').stringData ?? {}
+    const opened = (policy.spec?.egress ?? []).flatMap((rule) => rule.ports?.map((p) => p.port))
+    assert.ok(opened.includes(placeholderPort(values.DATABASE_URL)))
+    assert.ok(opened.includes(placeholderPort(values.REDIS_URL)))
+    // The Job's pod, which holds the owner's credentials: DNS and the database, no way in.
+    const job = find<IJob>(postgres, 'Job', 'petstore-migrate')
+    const migrate = find<INetworkPolicy>(postgres, 'NetworkPolicy', 'petstore-migrate')
+    const labels = job.spec?.template.metadata?.labels ?? {}
+    const selector = migrate.spec?.podSelector?.matchLabels ?? {}
+    assert.ok(Object.entries(selector).every(([key, value]) => labels[key] === value))
+    assert.deepEqual(migrate.spec?.policyTypes, ['Ingress', 'Egress'])
+    assert.deepEqual(migrate.spec?.ingress, [], 'nothing connects to the Job')
+    assertEgress(migrate, [5432, 6432])
+  })
+
   it('holds the Deployment, its Service, NetworkPolicy, Secret, autoscaler, budget and Job', () => {
     assert.deepEqual(kinds(postgres), [
       'Deployment/petstore',
       'HorizontalPodAutoscaler/petstore',
       'Job/petstore-migrate',
       'NetworkPolicy/petstore',
+      'NetworkPolicy/petstore-migrate',
       'PodDisruptionBudget/petstore',
       'Secret/petstore',
+      'Secret/petstore-migrate',
       'Service/petstore',
     ])
   })
@@ -302,6 +407,29 @@ describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders
     const url = env.find((v) => v.name === 'DATABASE_URL')
     assert.equal(url?.valueFrom?.secretKeyRef?.optional, undefined, 'DATABASE_URL is required')
     assert.equal(url?.valueFrom?.secretKeyRef?.key, 'DATABASE_URL')
+  })
+
+  it('the Job migrates as the owner, the pods serve as the runtime role: two credentials (D27)', () => {
+    const secretOf = (workload: IDeployment | IJob) =>
+      container(workload).env?.find((v) => v.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef?.name
+    const job = secretOf(find<IJob>(postgres, 'Job', 'petstore-migrate'))
+    const pods = secretOf(find<IDeployment>(postgres, 'Deployment', 'petstore'))
+    assert.equal(job, 'petstore-migrate')
+    assert.equal(pods, 'petstore')
+    // Nothing of the owner's Secret reaches the pods, by a variable or a volume.
+    const deployment = find<IDeployment>(postgres, 'Deployment', 'petstore')
+    assert.ok(!JSON.stringify(podSpec(deployment)).includes('petstore-migrate'))
+    const owner = find<ISecret>(postgres, 'Secret', 'petstore-migrate')
+    assert.deepEqual(Object.keys({ ...owner.data, ...owner.stringData }), ['DATABASE_URL'])
+    // The runtime role's privileges come from deploy/postgresql/grants.sql, run after the Job.
+    const instructions = readFileSync(
+      join(KUBERNETES, 'overlays', 'postgres', 'kustomization.yaml'),
+      'utf8',
+    )
+    const steps = instructions.split('\n').filter((line) => /^# {3}\S/.test(line))
+    const grants = steps.findIndex((line) => line.includes('-f deploy/postgresql/grants.sql'))
+    assert.ok(grants > steps.findIndex((line) => line.includes('kubectl wait')))
+    assert.ok(grants < steps.findLastIndex((line) => line.includes('kubectl apply -k')))
   })
 
   it('three pods or more, replaced one at a time, within PostgreSQL’s connections', () => {
@@ -327,7 +455,7 @@ describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders
     assert.equal(budget.spec?.maxUnavailable, 1)
   })
 
-  it('the Job runs `petstore migrate` from the same image, with the same Secret', () => {
+  it('the Job runs `petstore migrate` from the same image, in the same environment', () => {
     const job = find<IJob>(postgres, 'Job', 'petstore-migrate')
     const deployment = find<IDeployment>(postgres, 'Deployment', 'petstore')
     const c = container(job)
@@ -356,12 +484,21 @@ describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders
     assert.equal(envOf(job), 'production')
     assert.equal(envOf(job), envOf(deployment), 'the Job and the pods name one environment')
     assertLockedDown(job)
+    assertEphemeralStorage(job)
     assertSecretRefs(postgres, job)
+    // A finished Job goes by itself, once `kubectl wait` and a look at its log had time.
+    const ttl = job.spec?.ttlSecondsAfterFinished
+    assert.ok(ttl !== undefined && ttl >= 3600, 'ttlSecondsAfterFinished, an hour or more')
     // The first step applies the Secret and the Job only (the kustomization's instructions).
     const firstStep = postgres.filter((m) =>
       ['config', 'migration'].includes(m.metadata.labels?.['app.kubernetes.io/component'] ?? ''),
     )
-    assert.deepEqual(kinds(firstStep), ['Job/petstore-migrate', 'Secret/petstore'])
+    assert.deepEqual(kinds(firstStep), [
+      'Job/petstore-migrate',
+      'NetworkPolicy/petstore-migrate',
+      'Secret/petstore',
+      'Secret/petstore-migrate',
+    ])
     const instructions = readFileSync(
       join(KUBERNETES, 'overlays', 'postgres', 'kustomization.yaml'),
       'utf8',
@@ -369,11 +506,12 @@ describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders
     assert.ok(instructions.includes("-l 'app.kubernetes.io/component in (config,migration)'"))
   })
 
-  it("the Secret's placeholders are refused at start, each naming its variable", () => {
+  it("the Secrets' placeholders are refused at start, each naming its variable", () => {
     const secret = find<ISecret>(postgres, 'Secret', 'petstore')
     const values = secret.stringData ?? {}
     assert.deepEqual(Object.keys(values).sort(), ['DATABASE_URL', 'PETSTORE_API_KEYS', 'REDIS_URL'])
-    for (const [name, value] of Object.entries(values)) {
+    const owner = find<ISecret>(postgres, 'Secret', 'petstore-migrate').stringData ?? {}
+    for (const [name, value] of [...Object.entries(values), ...Object.entries(owner)]) {
       assert.match(value, /REPLACE ME/, `${name} is marked as a placeholder`)
       assert.throws(
         () => loadConfig({ DATABASE_URL: 'sqlite::memory:', [name]: value }),
@@ -385,6 +523,10 @@ describe('deploy/kubernetes, PostgreSQL: the overlay as kubectl apply -k renders
 })
 
 describe('deploy/kubernetes, SQLite: the overlay as kubectl apply -k renders it', () => {
+  it('egress: DNS and the collector only (the database is a file)', () => {
+    assertEgress(find<INetworkPolicy>(sqlite, 'NetworkPolicy', 'petstore'), [4318])
+  })
+
   it('holds the Deployment, its Service, NetworkPolicy, Secret and volume; no autoscaler, budget or Job', () => {
     assert.deepEqual(kinds(sqlite), [
       'Deployment/petstore',
@@ -395,7 +537,7 @@ describe('deploy/kubernetes, SQLite: the overlay as kubectl apply -k renders it'
     ])
     // Optional keys only: the pod starts with the Secret as it is.
     const secret = find<ISecret>(sqlite, 'Secret', 'petstore')
-    assert.deepEqual({ ...secret.data, ...secret.stringData }, {})
+    assert.deepEqual({ ...secret.data, ...secret.stringData }, { PETSTORE_API_KEYS: '' })
   })
 
   it('the pod: probes, the stop, security, memory, secrets; the Service and the policy', () => {
@@ -409,7 +551,7 @@ describe('deploy/kubernetes, SQLite: the overlay as kubectl apply -k renders it'
     const c = container(deployment)
     const env = environment(c)
     assert.notEqual(env.PETSTORE_MIGRATE, 'off', 'the pod migrates as it starts')
-    const database = loadConfig(env).database
+    const database = loadConfig({ ...env, PETSTORE_API_KEYS_FILE: '' }).database
     assert.equal(database.engine, 'sqlite')
     assert.ok(database.engine === 'sqlite')
     const folder = dirname(database.path)
@@ -446,6 +588,26 @@ describe('test/image/kustomize.ts renders as kustomize does', () => {
       'registry.example.com/team/petstore:1.0.1',
       'registry.example.com/team/petstore:1.0.1',
     ])
+  })
+
+  it("each overlay's registry example pins the image by digest, for every workload", () => {
+    // A tag can be pushed again; under imagePullPolicy: IfNotPresent a node keeps what it pulled.
+    const digest = `sha256:${'a'.repeat(64)}`
+    for (const variant of ['postgres', 'sqlite']) {
+      const folder = join(KUBERNETES, 'overlays', variant)
+      const text = readFileSync(join(folder, 'kustomization.yaml'), 'utf8')
+      const example = text.slice(text.indexOf('# images:')).replace(/^# ?/gm, '')
+      const [parsed] = parseYaml(example.replace('sha256:…', digest), variant) as {
+        images: { name: string; newName?: string; newTag?: string; digest?: string }[]
+      }[]
+      assert.equal(parsed?.images[0]?.digest, digest, `${variant}: the example names a digest`)
+      const manifests = applyImages(render(folder), parsed?.images ?? [])
+      const workloads = manifests.filter((m) => m.kind === 'Deployment' || m.kind === 'Job')
+      for (const workload of workloads) {
+        const image = container(workload as unknown as IDeployment).image ?? ''
+        assert.ok(image.endsWith(`@${digest}`), `${variant} ${workload.kind}: ${image}`)
+      }
+    }
   })
 
   it('a JSON patch whose path is not there fails, as kustomize does', () => {

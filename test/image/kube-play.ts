@@ -10,9 +10,10 @@
 //   address (9464 would be open to the network, and taken by any other run);
 // - the PersistentVolumeClaim's volume: podman takes its `claimName` as the name of a podman
 //   volume, so this run's volume is named instead, made before the pod starts;
-// - the variables from the Secret: the overlay's Secret holds no key (each reference is
-//   optional), and podman looks such a reference up among its own secrets, failing where
-//   Kubernetes would leave the variable unset; so they are left out.
+// - the variables and the volume from the Secret: the overlay's Secret holds no key (its
+//   PETSTORE_API_KEYS is empty), and podman looks such a reference up among its own secrets,
+//   failing where Kubernetes would find the Secret; so they are left out, with the volume's mount
+//   and PETSTORE_API_KEYS_FILE, which names a file in it.
 //
 // Everything else is the manifest's: the security contexts, the read-only root, the memory
 // limit, /tmp on an emptyDir, the environment, the probes. Podman 4 makes the liveness probe a
@@ -64,8 +65,16 @@ export function sqlitePod(options: {
     if (hostPort === undefined) throw new Error(`no host port for the port ${port.name}`)
     return { ...port, hostPort, hostIP: '127.0.0.1' }
   })
-  container.env = (container.env as { valueFrom?: { secretKeyRef?: unknown } }[]).filter(
-    (variable) => variable.valueFrom?.secretKeyRef === undefined,
+  container.env = (
+    container.env as { name: string; valueFrom?: { secretKeyRef?: unknown } }[]
+  ).filter(
+    (variable) =>
+      variable.valueFrom?.secretKeyRef === undefined && variable.name !== 'PETSTORE_API_KEYS_FILE',
+  )
+  const secrets = new Set(spec.volumes.filter((v) => v.secret !== undefined).map((v) => v.name))
+  spec.volumes = spec.volumes.filter((volume) => !secrets.has(volume.name))
+  container.volumeMounts = (container.volumeMounts as { name: string }[]).filter(
+    (mount) => !secrets.has(mount.name),
   )
   for (const volume of spec.volumes) {
     if (volume.persistentVolumeClaim !== undefined) {
@@ -88,5 +97,5 @@ export function sqlitePod(options: {
 interface PodSpec {
   terminationGracePeriodSeconds?: number
   containers: Record<string, unknown>[]
-  volumes: { persistentVolumeClaim?: { claimName: string } }[]
+  volumes: { name: string; persistentVolumeClaim?: { claimName: string }; secret?: unknown }[]
 }
