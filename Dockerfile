@@ -52,18 +52,14 @@ COPY bin bin
 COPY src src
 COPY client/package.json client/
 COPY client/src client/src
-# A user of the service's own, uid and gid 10001: above the range of a host's own users
-# (1000 is the first of them on most distributions, and the official image's `node`), so that a
-# process that left the container would be no one on the host (D22). The SQLite file's folder,
-# the one place the service writes (with /tmp): owned by that user, open to no one else, as the
-# service makes its own data folders.
-RUN echo 'petstore:x:10001:' >> /etc/group \
- && echo 'petstore:x:10001:10001:petstore:/nonexistent:/usr/sbin/nologin' >> /etc/passwd \
- && mkdir -m 0700 /data && chown 10001:10001 /data \
+# The SQLite file's folder, the one place the service writes (with /tmp): owned by the user,
+# open to no one else, as the service makes its own data folders.
+RUN mkdir -m 0700 /data && chown 1000:1000 /data \
  && ln -s /app/bin/petstore.js /usr/local/bin/petstore
 VOLUME ["/data"]
-# By number, so that a runtime's runAsNonRoot can check it.
-USER 10001:10001
+# The official image's `node` user (uid and gid 1000), by number so that a runtime's
+# runAsNonRoot can check it.
+USER 1000:1000
 EXPOSE 8080 8081
 
 # node itself as PID 1 (or under --init's tini), never npm or a shell: SIGTERM reaches the server,

@@ -224,7 +224,7 @@ describe('the container image (D22)', { skip }, () => {
     ])
     assert.equal(settings.trim(), 'true')
     const uid = await podmanOk(['exec', CONTAINER, 'id', '-u'])
-    assert.equal(uid.trim(), '10001', 'the process runs as the non-root user')
+    assert.equal(uid.trim(), '1000', 'the process runs as the non-root user')
     const write = await podman(['exec', CONTAINER, 'sh', '-c', 'touch /app/x'])
     assert.notEqual(write.code, 0, 'the root file system is read-only')
   })
@@ -374,7 +374,7 @@ describe('the container image (D22)', { skip }, () => {
       await new Promise((resolve) => setTimeout(resolve, 200))
     }
     // The manifest's security context, as podman applied it.
-    assert.equal((await podmanOk(['exec', play.container, 'id', '-u'])).trim(), '10001')
+    assert.equal((await podmanOk(['exec', play.container, 'id', '-u'])).trim(), '1000')
     const write = await podman(['exec', play.container, 'sh', '-c', 'touch /app/x'])
     assert.notEqual(write.code, 0, 'the root file system is read-only')
     const made = await podmanOk([
