@@ -122,7 +122,11 @@ describe('petstore CLI', () => {
   test('a key pasted where another argument belongs is never repeated in the error', async () => {
     const key = (await runMain(['keys', 'create', '--name', 'p2'], env)).stdout.trim()
     const opaque = 'operator-secret-in-the-environment-0123456789'
-    const withKeys = { ...env, PETSTORE_API_KEY: opaque }
+    // A key of PETSTORE_API_KEYS_FILE (a mounted Secret), on the file's second line.
+    const inFile = 'operator-secret-in-a-mounted-file-0123456789'
+    const file = join(dir.path, 'api-keys')
+    await writeFile(file, `another-operator-secret-0123456789abcdef\n${inFile}\n`)
+    const withKeys = { ...env, PETSTORE_API_KEY: opaque, PETSTORE_API_KEYS_FILE: file }
     for (const args of [
       [key],
       ['keys', key],
@@ -130,10 +134,13 @@ describe('petstore CLI', () => {
       ['pets', 'get', key],
       ['pets', 'list', '--status', key],
       ['pets', 'list', opaque],
+      ['pets', 'list', inFile],
     ]) {
       const result = await runMain(args, withKeys)
       assert.equal(result.code, 2, args.join(' '))
-      assert.ok(!result.stderr.includes(key) && !result.stderr.includes(opaque), result.stderr)
+      for (const secret of [key, opaque, inFile]) {
+        assert.ok(!result.stderr.includes(secret), result.stderr)
+      }
     }
   })
 

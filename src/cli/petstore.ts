@@ -4,6 +4,7 @@
 // Exit codes: 0 done; 1 the command could not be carried out (configuration, database, listen,
 // a key that does not exist, an API call that failed); 2 it was called wrongly. Either failure is one line on stderr;
 // only `petstore` alone and --help print a usage text.
+import { readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { createServer, isIP, type ListenOptions } from 'node:net'
 import { availableParallelism } from 'node:os'
@@ -529,11 +530,12 @@ function usageError(message: string, command: string | undefined, io: CliIo): nu
 
 /**
  * A message that repeats an argument may repeat a key pasted in the wrong place (D3): keys in
- * the petstore form, and the keys the environment holds, are replaced before it is shown, as a
- * terminal's scrollback and a CI log keep what is printed.
+ * the petstore form, and the keys the environment holds or names a file of, are replaced before
+ * it is shown, as a terminal's scrollback and a CI log keep what is printed.
  */
 function withoutKeys(message: string, env: CliIo['env']): string {
-  const known = [env.PETSTORE_API_KEY, ...(env.PETSTORE_API_KEYS ?? '').split(',')]
+  const listed = [env.PETSTORE_API_KEYS ?? '', keysFileText(env.PETSTORE_API_KEYS_FILE)]
+  const known = [env.PETSTORE_API_KEY, ...listed.join(',').split(/[,\r\n]/)]
     .map((key) => key?.trim() ?? '')
     .filter((key) => key.length >= 8)
   const hidden = known.reduce((text, key) => text.replaceAll(key, KEY_NOT_SHOWN), message)
@@ -541,6 +543,16 @@ function withoutKeys(message: string, env: CliIo['env']): string {
 }
 
 const KEY_NOT_SHOWN = '<an API key, not shown>'
+
+/** PETSTORE_API_KEYS_FILE's text, or none where it cannot be read (config.ts says why). */
+function keysFileText(path: string | undefined): string {
+  if (path === undefined || path.trim() === '') return ''
+  try {
+    return readFileSync(path.trim(), 'utf8')
+  } catch {
+    return ''
+  }
+}
 
 /**
  * Runs `petstore ...argv` and returns its exit code. `io` is the process's streams and
