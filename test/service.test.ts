@@ -13,6 +13,7 @@ import {
   startService,
   startServiceOnTerminal,
   type TerminalService,
+  waitForOutput,
 } from './helpers/process.ts'
 import { tempDir } from './helpers/server.ts'
 
@@ -74,6 +75,7 @@ describe('petstore serve', () => {
   test('the first start on a terminal creates a key and prints it once', async () => {
     const first = await startServiceOnTerminal(env)
     try {
+      await waitForOutput(first.output, KEY_LINE)
       key = KEY_LINE.exec(first.output())?.[1] ?? ''
       assert.ok(key, `no key printed:\n${first.output()}`)
       const logLines = first
@@ -177,6 +179,7 @@ describe('petstore serve: the first key and the logs (D3)', () => {
     const env = fresh('logs')
     const service = await startService(env)
     try {
+      await waitForOutput(service.stdout, /no API key exists/)
       assert.doesNotMatch(service.stderr(), /petstore_live_/)
       const said = logLines(service.stdout()).filter((line) => line.level === 40)
       const noKey = said.find((line) => /no API key exists/.test(String(line.msg)))
@@ -211,7 +214,7 @@ describe('petstore serve: the first key and the logs (D3)', () => {
     assert.equal((await runMain(['keys', 'list'], env)).stdout, 'No API keys.\n')
     const next = await startServiceOnTerminal(env)
     try {
-      assert.match(next.output(), KEY_LINE)
+      await waitForOutput(next.output, KEY_LINE)
     } finally {
       assert.equal(await next.stop(), 0)
     }

@@ -234,12 +234,11 @@ function serverLines(stdout: string): LogLine[] {
   )
 }
 
-async function drainCase(c: Case): Promise<void> {
-  const dir = await tempDir()
-  const database = join(dir.path, 'signals.db')
-  const env = {
+/** The service's environment: a SQLite file in `dir`, any free port, logs at info. */
+function serviceEnv(dir: string, database: string): Record<string, string> {
+  return {
     ...inheritedEnv(),
-    HOME: process.env.HOME ?? dir.path,
+    HOME: process.env.HOME ?? dir,
     DATABASE_URL: `sqlite:${database}`,
     HOST: '127.0.0.1',
     PORT: '0',
@@ -249,7 +248,12 @@ async function drainCase(c: Case): Promise<void> {
     PETSTORE_RATE_LIMIT: '0',
     npm_config_update_notifier: 'false',
   }
-  const started = start(c, env)
+}
+
+async function drainCase(c: Case): Promise<void> {
+  const dir = await tempDir()
+  const database = join(dir.path, 'signals.db')
+  const started = start(c, serviceEnv(dir.path, database))
   const launcher = started.child.pid ?? 0
   assert.ok(launcher > 0, `${c.command} could not be started`)
   try {
@@ -346,5 +350,97 @@ describe('a signal to the process the operator started drains the service (D11)'
   for (const c of CASES) {
     const where = c.to === 'pid' ? 'its PID only' : 'its process group'
     test(`${c.command}: ${c.signal} to ${where}`, { timeout: 90_000 }, () => drainCase(c))
+  }
+})
+
+// `petstore serve 2>&1 | head -2`: once head has its lines it exits, and the service's log pipe
+// has no reader. A SIGTERM must still drain it within its drain time, with its usual exit code,
+// and what it can no longer write is dropped, not retried (D11). Here the reader goes away just
+// after the last line the start logs, so nothing is logged between the pipe closing and the
+// signal: the first line that meets the closed pipe is "shutting down", the case that hung.
+// Cluster workers inherit the primary's pipes. An output left open must not get an error either.
+type Output = 'stdout' | 'stderr'
+
+/** A process that has not exited by then is hung: the drain ends it within DRAIN_MS (10 s). */
+const CLOSED_PIPE_EXIT_MS = 30_000
+
+const CLOSED_PIPE_CASES: { c: Case; closed: Output[] }[] = [
+  {
+    c: { ...NODE, signal: 'SIGTERM', to: 'pid', exit: { code: 0 }, waits: true },
+    closed: ['stdout', 'stderr'],
+  },
+  {
+    c: { ...NODE, signal: 'SIGTERM', to: 'pid', exit: { code: 0 }, waits: true },
+    closed: ['stdout'],
+  },
+  {
+    c: { ...NODE, signal: 'SIGTERM', to: 'pid', exit: { code: 0 }, waits: true },
+    closed: ['stderr'],
+  },
+  {
+    c: {
+      command: 'node bin/petstore.js serve --workers 2',
+      file: process.execPath,
+      args: [BIN, 'serve', '--workers', '2'],
+      signal: 'SIGTERM',
+      to: 'pid',
+      exit: { code: 0 },
+      waits: true,
+      workers: 2,
+    },
+    closed: ['stdout', 'stderr'],
+  },
+]
+
+async function closedPipeCase(c: Case, closed: readonly Output[]): Promise<void> {
+  const dir = await tempDir()
+  const started = start(c, serviceEnv(dir.path, join(dir.path, 'signals.db')))
+  const launcher = started.child.pid ?? 0
+  assert.ok(launcher > 0, `${c.command} could not be started`)
+  try {
+    await listening(c, started)
+    const tree = descendants(launcher)
+    // The reader goes away, as head does once it has its lines.
+    await Promise.all(
+      closed.map((name) => {
+        const output = started.child[name]
+        assert.ok(output !== null)
+        const gone = once(output, 'close')
+        output.destroy()
+        return gone
+      }),
+    )
+
+    process.kill(launcher, c.signal)
+    const exit = await within(
+      `${c.command} exits after ${c.signal} with its ${closed.join(' and ')} closed`,
+      started.exited,
+      CLOSED_PIPE_EXIT_MS,
+    )
+    assert.deepEqual(exit, { code: 0, signal: null })
+    assert.deepEqual(tree.filter(running), [], 'nothing it started runs any more')
+    // What it can write it still writes, and an output left open gets no error of the other's.
+    if (!closed.includes('stdout')) {
+      assert.ok(
+        serverLines(started.stdout()).some((line) => line.msg === 'shut down cleanly'),
+        started.stdout(),
+      )
+    }
+    if (!closed.includes('stderr')) assert.equal(started.stderr(), '')
+  } finally {
+    try {
+      if (launcher > 0) process.kill(-launcher, 'SIGKILL')
+    } catch {
+      // ESRCH: nothing is left.
+    }
+    await dir.remove()
+  }
+}
+
+describe('a SIGTERM drains a service whose log pipe has no reader (D11)', () => {
+  for (const { c, closed } of CLOSED_PIPE_CASES) {
+    test(`${c.command}: ${closed.join(' and ')} closed`, { timeout: 90_000 }, () =>
+      closedPipeCase(c, closed),
+    )
   }
 })

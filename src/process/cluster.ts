@@ -13,7 +13,7 @@
 import cluster, { type Worker } from 'node:cluster'
 import { type Logger, pino } from 'pino'
 import type { Config } from '../config.ts'
-import { loggerOptions } from '../observability/logging.ts'
+import { logDestination, loggerOptions } from '../observability/logging.ts'
 import { clusterScrape } from '../observability/metrics.ts'
 import { listenForScrapes } from '../observability/metrics-server.ts'
 import { openStore } from '../store/open.ts'
@@ -55,11 +55,12 @@ export function serveCluster(config: Readonly<Config>, workers: number): Promise
 
 /**
  * The primary has no Fastify instance; it logs through pino as the workers do, with the same
- * options (level, redaction), marked `role: "primary"`, beside its workers' lines. Synchronous,
- * because the primary ends with process.exit, which must not cut its last lines.
+ * options (level, redaction) and destination, marked `role: "primary"`, beside its workers' lines.
+ * Synchronous (logDestination), because the primary ends with process.exit, which must not cut
+ * its last lines.
  */
 function primaryLogger(config: Pick<Config, 'logLevel'>): Logger {
-  const logger = pino(loggerOptions(config), pino.destination({ sync: true }))
+  const logger = pino(loggerOptions(config), logDestination())
   return logger.child({ role: 'primary' })
 }
 

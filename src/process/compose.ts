@@ -11,7 +11,7 @@ import { httpServerParts } from '../http/http-server.ts'
 import { securityHeaders } from '../http/plugins/security.ts'
 import { createKeyVerifier } from '../keys/verifier.ts'
 import type { Lifecycle } from '../lifecycle.ts'
-import { loggerOptions } from '../observability/logging.ts'
+import { logDestination, loggerOptions } from '../observability/logging.ts'
 import type { Metrics } from '../observability/metrics.ts'
 import type { Tracing } from '../observability/tracing/installed.ts'
 import type { WindowCounter } from '../rate-limit/counter.ts'
@@ -30,7 +30,10 @@ export interface OwnParts {
   tracing?: Tracing
   /** Tests move time by hand. */
   clock?: Clock
-  /** Fastify's logger option; the Config's (loggerOptions) unless given, `false` for none. */
+  /**
+   * Fastify's logger option; the Config's (loggerOptions, to logDestination) unless given, `false`
+   * for none.
+   */
   logger?: AppParts['logger']
   /** D16: for tests, how soon a shedding episode ends in the log. */
   loadSheddingQuietMs?: number
@@ -60,7 +63,10 @@ export function composeApp(
       maxEventLoopDelayMs: config.maxEventLoopDelayMs,
       ...(own.loadSheddingQuietMs === undefined ? {} : { quietMs: own.loadSheddingQuietMs }),
     },
-    logger: own.logger === undefined ? loggerOptions(config) : own.logger,
+    logger:
+      own.logger === undefined
+        ? { ...loggerOptions(config), stream: logDestination() }
+        : own.logger,
     http: httpServerParts(config.connections, securityHeaders()),
     ...(own.lifecycle ? { lifecycle: own.lifecycle } : {}),
     ...(own.rateLimitCounter ? { rateLimitCounter: own.rateLimitCounter } : {}),

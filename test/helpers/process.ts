@@ -129,6 +129,24 @@ export async function startService(
 }
 
 /**
+ * Resolves once `read()` matches `pattern`, or fails showing what was read. What a start says
+ * after "Server listening" (the first key, or that none was made; D3) is written a moment later,
+ * each log line as it is logged (D11), so a test waits for it rather than expecting it with the
+ * listening line.
+ */
+export async function waitForOutput(
+  read: () => string,
+  pattern: RegExp,
+  ms = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!pattern.test(read())) {
+    if (Date.now() > deadline) throw new Error(`no ${pattern} in:\n${read()}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+/**
  * Runs `petstore ...args` with a terminal for its streams, as someone typing `npm start` has
  * (util-linux's `script` gives it a pseudo-terminal), where the first start shows its key (D3).
  * What it writes to stdout and stderr is one stream, its lines ending in \r\n.
