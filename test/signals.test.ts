@@ -444,3 +444,48 @@ describe('a SIGTERM drains a service whose log pipe has no reader (D11)', () => 
     )
   }
 })
+
+// `npx petstore serve 2>&1 | head -2`, then npx stopped: the server notices that npm is gone and
+// says so on stderr (src/cli/npm-launcher.ts) before it drains, and stderr's reader is gone too.
+// That write's EPIPE must be dropped, not taken for an uncaught error that ends the drain as a
+// failure (exit 1). npm is gone, so the server's exit code cannot be read: its log, on the
+// stdout kept open, says how it ended.
+test('npx petstore serve: stderr closed, then npx stopped: the notice it cannot write is dropped, the drain is clean (D11)', {
+  timeout: 90_000,
+}, async () => {
+  const dir = await tempDir()
+  const c: Case = {
+    ...NPX,
+    signal: 'SIGTERM',
+    to: 'pid',
+    exit: { signal: 'SIGTERM' },
+    waits: false,
+  }
+  const started = start(c, serviceEnv(dir.path, join(dir.path, 'signals.db')))
+  const launcher = started.child.pid ?? 0
+  try {
+    const { pid } = await listening(c, started)
+    const stderr = started.child.stderr
+    assert.ok(stderr !== null)
+    const gone = once(stderr, 'close')
+    stderr.destroy()
+    await gone
+    process.kill(launcher, 'SIGTERM')
+    await within(
+      'the server, its launcher gone, ends',
+      once(started.child.stdout ?? started.child, 'end'),
+      CLOSED_PIPE_EXIT_MS,
+    )
+    assert.equal(running(pid), false)
+    const said = serverLines(started.stdout()).map((line) => line.msg)
+    assert.ok(said.includes('shut down cleanly'), started.stdout())
+    assert.equal(said.includes('shutting down after an uncaught error'), false, started.stdout())
+  } finally {
+    try {
+      if (launcher > 0) process.kill(-launcher, 'SIGKILL')
+    } catch {
+      // ESRCH: nothing is left.
+    }
+    await dir.remove()
+  }
+})

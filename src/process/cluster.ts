@@ -21,7 +21,13 @@ import type { Store } from '../store/store.ts'
 import { startInstance } from './instance.ts'
 import { FIRST_KEY_FAILED, noticeUnprefixedKeys, offerFirstKey, startLine } from './prepare.ts'
 import { prepareSchema, type SchemaNotice } from './schema.ts'
-import { DRAIN_MS, drainAndExit, onTerminationSignals, uncaughtFields } from './shutdown.ts'
+import {
+  DRAIN_MS,
+  drainAndExit,
+  dropWritesToGonePipes,
+  onTerminationSignals,
+  uncaughtFields,
+} from './shutdown.ts'
 
 export const MAX_WORKERS = 256
 
@@ -145,6 +151,7 @@ class Supervisor {
     }
     process.on('uncaughtException', fail)
     process.on('unhandledRejection', (reason) => fail(reason, 'unhandledRejection'))
+    dropWritesToGonePipes()
     this.#log.info({ workers: this.#count }, 'starting workers')
     for (let i = 0; i < this.#count; i++) this.#fork()
   }
@@ -267,6 +274,7 @@ async function runWorker(config: Readonly<Config>): Promise<void> {
   }
   process.on('uncaughtException', fail)
   process.on('unhandledRejection', (reason) => fail(reason, 'unhandledRejection'))
+  dropWritesToGonePipes()
 
   instance = await startInstance(config, { prepared: true, clusterWorker: true })
   await instance.listen()

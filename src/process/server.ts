@@ -3,7 +3,12 @@
 import type { Config } from '../config.ts'
 import { startInstance } from './instance.ts'
 import { noticeUnprefixedKeys, startLine } from './prepare.ts'
-import { drainAndExit, onTerminationSignals, uncaughtFields } from './shutdown.ts'
+import {
+  drainAndExit,
+  dropWritesToGonePipes,
+  onTerminationSignals,
+  uncaughtFields,
+} from './shutdown.ts'
 
 export async function serve(config: Readonly<Config>): Promise<void> {
   const instance = await startInstance(config)
@@ -31,6 +36,7 @@ export async function serve(config: Readonly<Config>): Promise<void> {
   }
   process.on('uncaughtException', fail)
   process.on('unhandledRejection', (reason) => fail(reason, 'unhandledRejection'))
+  dropWritesToGonePipes()
 
   const start = startLine(config, 1)
   log.info(start.fields, start.message)

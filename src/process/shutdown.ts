@@ -102,3 +102,18 @@ export function uncaughtFields(err: unknown, origin: string): UncaughtFields {
   fields.emittedAt = text.slice(match.index + match[0].length)
   return fields
 }
+
+/**
+ * D11: once the reader of stdout or stderr has gone (`serve 2>&1 | head -2`, a log collector
+ * that died), each write there fails with EPIPE, and an 'error' event nothing listens for is an
+ * uncaught error: the service would drain as failed and exit 1. The logger drops such lines
+ * itself (observability/logging.ts); this drops what else is written there (a notice on stderr,
+ * Node's own warnings). Any other failure of the two streams is still an uncaught error.
+ */
+export function dropWritesToGonePipes(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err
+    })
+  }
+}
