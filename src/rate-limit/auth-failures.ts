@@ -11,8 +11,13 @@
 // refused address at the address's next failure there (the shared count is already past the
 // limit).
 //
+// The counts kept here are bounded by addresses a window: past the bound the address that failed
+// least recently is forgotten, in constant time whatever the churn (an LRUCache, as in
+// keys/key-cache.ts, which says why not a Map).
+//
 // Fail open, as the request budget does: a counter that fails lets the failure go uncounted.
 import { isIPv4, isIPv6 } from 'node:net'
+import { LRUCache } from 'lru-cache'
 import type { Clock } from '../clock.ts'
 import { OutageLog, type OutageLogger, type OutageMessages } from '../outage-log.ts'
 import type { WindowCounter } from './counter.ts'
@@ -53,11 +58,13 @@ export class AuthFailureLimit {
   readonly #windowMs: number
   readonly #counter: WindowCounter
   readonly #clock: Clock
-  readonly #maxAddresses: number
   readonly #outages: OutageLog
   readonly #health: CounterHealth | undefined
-  /** Each address's count as the counter last gave it in #window; emptied when a new one starts. */
-  readonly #counted = new Map<string, number>()
+  /**
+   * Each address's count as the counter last gave it in #window, the last counted newest;
+   * emptied when a new one starts.
+   */
+  readonly #counted: LRUCache<string, number>
   /**
    * Look-ups of unknown keys in flight, by address: each may yet fail, so each is counted until
    * it has, or else a client's concurrent guesses would all pass the check before the first
@@ -79,7 +86,7 @@ export class AuthFailureLimit {
     this.#windowMs = windowSeconds * 1000
     this.#counter = counter
     this.#clock = clock
-    this.#maxAddresses = maxAddresses ?? 100_000
+    this.#counted = new LRUCache({ max: maxAddresses ?? 100_000 })
     this.#outages = new OutageLog(clock, FAILURE_COUNTER_OUTAGE)
     this.#health = health
   }
@@ -89,7 +96,7 @@ export class AuthFailureLimit {
     const now = this.#clock.now()
     this.#enter(Math.floor(now / this.#windowMs))
     const key = addressKey(address)
-    const failures = (this.#counted.get(key) ?? 0) + (this.#lookingUp.get(key) ?? 0)
+    const failures = (this.#counted.peek(key) ?? 0) + (this.#lookingUp.get(key) ?? 0)
     return failures < this.limit ? undefined : this.#secondsToReset(now)
   }
 
@@ -121,13 +128,8 @@ export class AuthFailureLimit {
     this.#enter(window)
     if (window !== this.#window) return // the window ended while counting
     // Counts of one address may come back out of order; the highest is the latest.
-    const highest = Math.max(count, this.#counted.get(key) ?? 0)
-    this.#counted.delete(key)
-    this.#counted.set(key, highest)
-    if (this.#counted.size > this.#maxAddresses) {
-      const oldest = this.#counted.keys().next()
-      if (!oldest.done) this.#counted.delete(oldest.value)
-    }
+    // Set anew, it is the newest; past the bound the oldest is forgotten.
+    this.#counted.set(key, Math.max(count, this.#counted.peek(key) ?? 0))
   }
 
   #enter(window: number): void {
