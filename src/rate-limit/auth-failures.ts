@@ -34,6 +34,12 @@ export interface AuthFailureLimitOptions {
   health?: CounterHealth
 }
 
+/** An address's count as the counter gave it, and the window it is of. */
+interface Counted {
+  readonly window: number
+  readonly count: number
+}
+
 /** Whether the counter is failing open, for a gauge (observability/metrics.ts). */
 export interface CounterHealth {
   failingOpen(failing: boolean): void
@@ -61,10 +67,12 @@ export class AuthFailureLimit {
   readonly #outages: OutageLog
   readonly #health: CounterHealth | undefined
   /**
-   * Each address's count as the counter last gave it in #window, the last counted newest;
-   * emptied when a new one starts.
+   * Each address's count as the counter last gave it, the last counted newest. A new window
+   * empties it in effect rather than by clear(), which walks every entry (at the bound, a pause
+   * once a window): a count of an earlier window counts as none, and is older than every count of
+   * this one, so the earlier window's are the first forgotten.
    */
-  readonly #counted: LRUCache<string, number>
+  readonly #counted: LRUCache<string, Counted>
   /**
    * Look-ups of unknown keys in flight, by address: each may yet fail, so each is counted until
    * it has, or else a client's concurrent guesses would all pass the check before the first
@@ -96,7 +104,7 @@ export class AuthFailureLimit {
     const now = this.#clock.now()
     this.#enter(Math.floor(now / this.#windowMs))
     const key = addressKey(address)
-    const failures = (this.#counted.peek(key) ?? 0) + (this.#lookingUp.get(key) ?? 0)
+    const failures = this.#countedNow(key) + (this.#lookingUp.get(key) ?? 0)
     return failures < this.limit ? undefined : this.#secondsToReset(now)
   }
 
@@ -129,13 +137,17 @@ export class AuthFailureLimit {
     if (window !== this.#window) return // the window ended while counting
     // Counts of one address may come back out of order; the highest is the latest.
     // Set anew, it is the newest; past the bound the oldest is forgotten.
-    this.#counted.set(key, Math.max(count, this.#counted.peek(key) ?? 0))
+    this.#counted.set(key, { window, count: Math.max(count, this.#countedNow(key)) })
   }
 
   #enter(window: number): void {
-    if (window <= this.#window) return
-    this.#window = window
-    this.#counted.clear()
+    if (window > this.#window) this.#window = window
+  }
+
+  /** The address's count in the current window, as last given. */
+  #countedNow(key: string): number {
+    const counted = this.#counted.peek(key)
+    return counted?.window === this.#window ? counted.count : 0
   }
 
   #secondsToReset(now: number): number {

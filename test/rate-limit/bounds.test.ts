@@ -94,4 +94,23 @@ describe('the failed-authentication limit at its bound of addresses', () => {
     await others(1)
     assert.equal(limit.refusedFor('192.0.2.1'), undefined, 'now the one that failed longest ago')
   })
+
+  it("a new window counts every address from nothing, keeping its own before the last one's", async () => {
+    let now = 0
+    const clock: Clock = { now: () => now }
+    const limit = new AuthFailureLimit({
+      ...{ limit: 3, windowSeconds: 60, counter: new MemoryWindowCounter(), clock },
+      maxAddresses: BOUND,
+    })
+    for (let i = 0; i < BOUND; i++) await failTimes(limit, `10.0.0.${i}`, 3)
+    assert.notEqual(limit.refusedFor('10.0.0.0'), undefined)
+    now = 60_000
+    for (let i = 0; i < BOUND; i++) assert.equal(limit.refusedFor(`10.0.0.${i}`), undefined)
+    // The counter (unbounded here) counts on from nothing too: three more refuse again.
+    await failTimes(limit, '192.0.2.1', 3)
+    for (let i = 0; i < BOUND - 1; i++) await limit.failed(`10.1.0.${i}`, log)
+    assert.notEqual(limit.refusedFor('192.0.2.1'), undefined, 'the last window made no room')
+    await limit.failed('203.0.113.1', log)
+    assert.equal(limit.refusedFor('192.0.2.1'), undefined, 'then the oldest of this one goes')
+  })
 })
