@@ -28,15 +28,16 @@ import * as harness from './harness.ts'
 import { seededCopy } from './seed.ts'
 
 export const usage = `[--base <other checkout>] [--rounds 3] [--seconds 15] [--rate 2000]
-      [--connections 10] [--client-rate 1000] [--operations 200000] [--quick]
+      [--connections 10] [--client-rate 1000] [--fill 140000] [--operations 200000] [--quick]
       a client's latency with and without failed authentications from 100,000+ addresses a
       minute, and the eviction's cost per operation; --base: that checkout too, side by side`
 
 const CLIENT_PATH = '/v1/pets?limit=20'
 const FLOOD_PATH = '/v1/pets?limit=20'
 /**
- * Addresses that must have failed in a window before the flood is measured: every map full, and
- * turned over by a third of the limit's bound, as in a flood that has gone on for a while.
+ * Addresses that must have failed in a window before the flood is measured (unless --fill says
+ * otherwise): every map full, and turned over by a third of the limit's bound, as in a flood that
+ * has gone on for a while. --fill 0 measures the same flood with every map below its bound.
  */
 const FILL = 140_000
 const FLOOD_CONNECTIONS = 50
@@ -78,6 +79,7 @@ type Settings = {
   rate: number
   connections: number
   clientRate: number
+  fill: number
   key: string
   tokens: string
 }
@@ -117,10 +119,10 @@ async function nextWindow(): Promise<void> {
   await new Promise((done) => setTimeout(done, wait))
 }
 
-/** Back-to-back failures from new addresses until FILL have failed in this window. */
+/** Back-to-back failures from new addresses until `s.fill` have failed in this window. */
 async function fill(server: harness.ServerProcess, s: Settings): Promise<number> {
   const started = Date.now()
-  for (let failed = 0; failed < FILL; ) {
+  for (let failed = 0; failed < s.fill; ) {
     const summary = await flood(server, s, 0, 2)
     if (summary.s401 !== summary.requests) {
       throw new Error(`${server.name}: while filling, ${summary.s401} of ${summary.requests} 401`)
@@ -189,7 +191,14 @@ const spread = (values: number[], digits: number) => {
 }
 
 function report(
-  args: { base?: string; rate: number; seconds: number; connections: number; clientRate: number },
+  args: {
+    base?: string
+    rate: number
+    seconds: number
+    connections: number
+    clientRate: number
+    fill: number
+  },
   checkouts: { name: string; turns: Turn[]; ops: PerOperation }[],
 ): string {
   const client =
@@ -197,7 +206,7 @@ function report(
       ? `${args.connections} connections sending ${args.clientRate} requests a second in all`
       : `${args.connections} connections, one request in flight each, back to back`
   const lines = [
-    `A client (GET ${CLIENT_PATH}, ${client}) for ${args.seconds} s alone, then for ${args.seconds} s beside a flood of ${args.rate.toLocaleString('en')} failed authentications a second (${(args.rate * 60).toLocaleString('en')} a minute), each from a new X-Forwarded-For address behind a trusted balancer with a well-formed unknown key, started once ${FILL.toLocaleString('en')} addresses had failed in the window. Median of ${checkouts[0]?.turns.length ?? 0} turns (lowest–highest).`,
+    `A client (GET ${CLIENT_PATH}, ${client}) for ${args.seconds} s alone, then for ${args.seconds} s beside a flood of ${args.rate.toLocaleString('en')} failed authentications a second (${(args.rate * 60).toLocaleString('en')} a minute), each from a new X-Forwarded-For address behind a trusted balancer with a well-formed unknown key, started once ${args.fill.toLocaleString('en')} addresses had failed in the window. Median of ${checkouts[0]?.turns.length ?? 0} turns (lowest–highest).`,
     '',
     '| checkout | client alone: req/s | p50 ms | p99 ms | with the flood: req/s | p50 ms | p99 ms | p99 flood ÷ alone | flood failures/s | service core busy | load core busy |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
@@ -230,6 +239,7 @@ export async function main(argv: string[]): Promise<void> {
   const options = {
     ...{ base: text(), rounds: text(), seconds: text(), rate: text('2000') },
     ...{ connections: text('10'), 'client-rate': text('1000'), operations: text() },
+    fill: text(String(FILL)),
     quick: { type: 'boolean', default: false },
   } as const
   const { values } = parseArgs({ args: argv, options })
@@ -241,6 +251,7 @@ export async function main(argv: string[]): Promise<void> {
     rate: Number(values.rate),
     connections: Number(values.connections),
     clientRate: Number(values['client-rate']),
+    fill: Number(values.fill),
     operations: Number(values.operations ?? (quick ? 20_000 : 200_000)),
   }
   harness.requireWrk()
