@@ -89,7 +89,7 @@ export function envSettings(settings: readonly string[]): Record<string, string>
 }
 
 // --- servers -------------------------------------------------------------------------------------
-const TASKSET = '/usr/bin/taskset'
+export const TASKSET = '/usr/bin/taskset'
 
 /** Cores: servers on the first, the load generator on the second (when there are two). */
 export const pinning = existsSync(TASKSET) ? { server: '0', load: '1' } : undefined

@@ -27,6 +27,7 @@ const SCENARIOS: Record<string, () => Promise<Scenario>> = {
     main: async (argv) => (await import('./postgres.ts')).benchPostgres(runSettings(argv)),
   }),
   ab: () => import('./ab.ts'),
+  'auth-flood': () => import('./auth-flood.ts'),
   instructions: () => import('./instructions.ts'),
   'probe-flood': () => import('./probe-flood.ts'),
   seed: () => import('./seed.ts'),

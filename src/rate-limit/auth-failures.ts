@@ -11,8 +11,13 @@
 // refused address at the address's next failure there (the shared count is already past the
 // limit).
 //
+// The counts kept here are bounded by addresses a window: past the bound the address that failed
+// least recently is forgotten, in constant time whatever the churn (an LRUCache, as in
+// keys/key-cache.ts, which says why not a Map).
+//
 // Fail open, as the request budget does: a counter that fails lets the failure go uncounted.
 import { isIPv4, isIPv6 } from 'node:net'
+import { LRUCache } from 'lru-cache'
 import type { Clock } from '../clock.ts'
 import { OutageLog, type OutageLogger, type OutageMessages } from '../outage-log.ts'
 import type { WindowCounter } from './counter.ts'
@@ -27,6 +32,12 @@ export interface AuthFailureLimitOptions {
   maxAddresses?: number
   /** Told when the counter fails (failures go uncounted) and when it answers again (metrics). */
   health?: CounterHealth
+}
+
+/** An address's count as the counter gave it, and the window it is of. */
+interface Counted {
+  readonly window: number
+  readonly count: number
 }
 
 /** Whether the counter is failing open, for a gauge (observability/metrics.ts). */
@@ -53,11 +64,15 @@ export class AuthFailureLimit {
   readonly #windowMs: number
   readonly #counter: WindowCounter
   readonly #clock: Clock
-  readonly #maxAddresses: number
   readonly #outages: OutageLog
   readonly #health: CounterHealth | undefined
-  /** Each address's count as the counter last gave it in #window; emptied when a new one starts. */
-  readonly #counted = new Map<string, number>()
+  /**
+   * Each address's count as the counter last gave it, the last counted newest. A new window
+   * empties it in effect rather than by clear(), which walks every entry (at the bound, a pause
+   * once a window): a count of an earlier window counts as none, and is older than every count of
+   * this one, so the earlier window's are the first forgotten.
+   */
+  readonly #counted: LRUCache<string, Counted>
   /**
    * Look-ups of unknown keys in flight, by address: each may yet fail, so each is counted until
    * it has, or else a client's concurrent guesses would all pass the check before the first
@@ -79,7 +94,7 @@ export class AuthFailureLimit {
     this.#windowMs = windowSeconds * 1000
     this.#counter = counter
     this.#clock = clock
-    this.#maxAddresses = maxAddresses ?? 100_000
+    this.#counted = new LRUCache({ max: maxAddresses ?? 100_000 })
     this.#outages = new OutageLog(clock, FAILURE_COUNTER_OUTAGE)
     this.#health = health
   }
@@ -89,7 +104,7 @@ export class AuthFailureLimit {
     const now = this.#clock.now()
     this.#enter(Math.floor(now / this.#windowMs))
     const key = addressKey(address)
-    const failures = (this.#counted.get(key) ?? 0) + (this.#lookingUp.get(key) ?? 0)
+    const failures = this.#countedNow(key) + (this.#lookingUp.get(key) ?? 0)
     return failures < this.limit ? undefined : this.#secondsToReset(now)
   }
 
@@ -121,19 +136,18 @@ export class AuthFailureLimit {
     this.#enter(window)
     if (window !== this.#window) return // the window ended while counting
     // Counts of one address may come back out of order; the highest is the latest.
-    const highest = Math.max(count, this.#counted.get(key) ?? 0)
-    this.#counted.delete(key)
-    this.#counted.set(key, highest)
-    if (this.#counted.size > this.#maxAddresses) {
-      const oldest = this.#counted.keys().next()
-      if (!oldest.done) this.#counted.delete(oldest.value)
-    }
+    // Set anew, it is the newest; past the bound the oldest is forgotten.
+    this.#counted.set(key, { window, count: Math.max(count, this.#countedNow(key)) })
   }
 
   #enter(window: number): void {
-    if (window <= this.#window) return
-    this.#window = window
-    this.#counted.clear()
+    if (window > this.#window) this.#window = window
+  }
+
+  /** The address's count in the current window, as last given. */
+  #countedNow(key: string): number {
+    const counted = this.#counted.peek(key)
+    return counted?.window === this.#window ? counted.count : 0
   }
 
   #secondsToReset(now: number): number {

@@ -180,6 +180,35 @@ describe('key cache: bounded whatever tokens come', () => {
     assert.equal(cache.refusedRecently('refused-99999'), true)
   })
 
+  it('forgets the entry answered longest ago, however often the map has turned over', () => {
+    // Against a model: an array of the hashes in the order the store last answered for them.
+    // Reading an entry (as every request does) must not make it newer; answering again must.
+    const bound = 100
+    const cache = new KeyCache({ maxAgeMs: BOUND_MS, clock: new ManualClock(), maxEntries: bound })
+    const model: string[] = []
+    const answer = (hash: string) => {
+      cache.rememberValid(hash, `id-${hash}`)
+      const at = model.indexOf(hash)
+      if (at !== -1) model.splice(at, 1)
+      model.push(hash)
+      if (model.length > bound) model.shift()
+    }
+    for (let i = 0; i < 50 * bound + 7; i++) {
+      answer(`flood-${i}`)
+      if (i % 37 === 0) answer('answered-again')
+      if (i % 5 === 0) cache.seenValid(`flood-${i - 60}`) // read, not answered: stays as old
+      if (i % 1_000 === 999) {
+        const held = (hash: string) => cache.seenValid(hash) !== undefined
+        const expected = new Set(model)
+        for (let j = Math.max(0, i - 3 * bound); j <= i; j++) {
+          assert.equal(held(`flood-${j}`), expected.has(`flood-${j}`), `flood-${j} at ${i}`)
+        }
+        assert.equal(held('answered-again'), expected.has('answered-again'))
+        assert.equal(cache.size.valid, bound)
+      }
+    }
+  })
+
   it('30,000 distinct random well-formed tokens leave the heap where 5,000 left it', async () => {
     // In a thread of its own, so that the heap measured is the flood's alone.
     // The bound is 1,000 entries a map here, not the default 10,000: what is shown is that the
