@@ -70,9 +70,12 @@ export class AuthFailureLimit {
    * Each address's count as the counter last gave it, the last counted newest. A new window
    * empties it in effect rather than by clear(), which walks every entry (at the bound, a pause
    * once a window): a count of an earlier window counts as none, and is older than every count of
-   * this one, so the earlier window's are the first forgotten.
+   * this one, so the earlier window's are the first forgotten. Made at the first failure: an
+   * LRUCache reserves room for its bound when it is made, which an instance that never sees a
+   * failure (and every app a test builds) need not pay for.
    */
-  readonly #counted: LRUCache<string, Counted>
+  #counted: LRUCache<string, Counted> | undefined
+  readonly #maxAddresses: number
   /**
    * Look-ups of unknown keys in flight, by address: each may yet fail, so each is counted until
    * it has, or else a client's concurrent guesses would all pass the check before the first
@@ -94,7 +97,7 @@ export class AuthFailureLimit {
     this.#windowMs = windowSeconds * 1000
     this.#counter = counter
     this.#clock = clock
-    this.#counted = new LRUCache({ max: maxAddresses ?? 100_000 })
+    this.#maxAddresses = maxAddresses ?? 100_000
     this.#outages = new OutageLog(clock, FAILURE_COUNTER_OUTAGE)
     this.#health = health
   }
@@ -137,7 +140,9 @@ export class AuthFailureLimit {
     if (window !== this.#window) return // the window ended while counting
     // Counts of one address may come back out of order; the highest is the latest.
     // Set anew, it is the newest; past the bound the oldest is forgotten.
-    this.#counted.set(key, { window, count: Math.max(count, this.#countedNow(key)) })
+    const counted = Math.max(count, this.#countedNow(key))
+    this.#counted ??= new LRUCache({ max: this.#maxAddresses })
+    this.#counted.set(key, { window, count: counted })
   }
 
   #enter(window: number): void {
@@ -146,7 +151,7 @@ export class AuthFailureLimit {
 
   /** The address's count in the current window, as last given. */
   #countedNow(key: string): number {
-    const counted = this.#counted.peek(key)
+    const counted = this.#counted?.peek(key)
     return counted?.window === this.#window ? counted.count : 0
   }
 
