@@ -386,10 +386,10 @@ export function wrkVersion(): string {
   return /^wrk (\S+)/.exec(stdout)?.[1] ?? 'unknown'
 }
 
-type Load = { server: ServerProcess; key: string; request: Request; connections: number }
+export type Load = { server: ServerProcess; key: string; request: Request; connections: number }
 
 /** wrk, one thread pinned to the load core, its request and summary from wrk.lua. */
-async function runWrk({ server, key, request, connections }: Load, seconds: number) {
+export async function runWrk({ server, key, request, connections }: Load, seconds: number) {
   const headers = [`authorization: Bearer ${key}`]
   if (request.method === 'POST') headers.push('content-type: application/json')
   const keyPrefix = request.idempotencyKey

@@ -31,6 +31,7 @@ const SCENARIOS: Record<string, () => Promise<Scenario>> = {
   instructions: () => import('./instructions.ts'),
   'probe-flood': () => import('./probe-flood.ts'),
   seed: () => import('./seed.ts'),
+  'time-profile': () => import('./time-profile.ts'),
 }
 
 /** The main run's settings, SQLite and PostgreSQL alike; --profile: the service's --cpu-prof. */
