@@ -6,7 +6,7 @@
 // implied.
 import type { Config } from '../config.ts'
 import type { DeploymentEnv } from '../contract/api-key.ts'
-import { openStore } from '../store/open.ts'
+import { onOpenStore } from '../store/open.ts'
 import type { Store } from '../store/store.ts'
 import type { CliIo } from './io.ts'
 import { CommandError, parse, UsageError } from './usage.ts'
@@ -46,7 +46,7 @@ export function environmentCommand(args: string[]): Run {
   switch (action) {
     case 'show':
       parse({ args: rest })
-      return (config, io) => onStore(config, (store) => show(store, config.env, io))
+      return (config, io) => onOpenStore(config.database, (store) => show(store, config.env, io))
     case 'record': {
       const { values, positionals } = parse({
         args: rest,
@@ -110,7 +110,8 @@ async function record(
       `environment record ${environment} records the database as ${environment}'s: ${MEANING[environment]}. Give --yes to record it; nothing was changed`,
     )
   }
-  await onStore(config, async (store) => {
+  // As it is, not migrated: a database production refuses must be recordable.
+  await onOpenStore(config.database, async (store) => {
     const state = await store.schema()
     if (state.applied.length === 0) {
       throw new CommandError(
@@ -124,14 +125,4 @@ async function record(
         : `Recorded the database as ${environment}'s (it said ${before ?? 'nothing'}): ${MEANING[environment]}.\n`,
     )
   })
-}
-
-/** Opens the store, runs `work` on it as it is (no migration: a refused database too), closes. */
-async function onStore(config: Readonly<Config>, work: (store: Store) => Promise<void>) {
-  const store = await openStore(config.database)
-  try {
-    await work(store)
-  } finally {
-    await store.close()
-  }
 }

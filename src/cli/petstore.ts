@@ -32,7 +32,7 @@ import {
   MigrationsPendingError,
   SchemaTooNewError,
 } from '../store/migrations.ts'
-import { openStore } from '../store/open.ts'
+import { onOpenStore } from '../store/open.ts'
 import { type Store, StoreOpenError, StoreUnavailableError } from '../store/store.ts'
 import { ENVIRONMENT_HELP, environmentCommand, environmentLine } from './environment.ts'
 import { type CliIo, processIo } from './io.ts'
@@ -301,31 +301,18 @@ async function bindAndRelease(options: ListenOptions): Promise<void> {
  * Opens the store, prepares its schema as PETSTORE_MIGRATE says (D27: every command migrates,
  * or checks that nothing is pending), runs `work`, closes.
  */
-async function withStore<T>(config: Config, work: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(config.database)
-  try {
+function withStore<T>(config: Config, work: (store: Store) => Promise<T>): Promise<T> {
+  return onOpenStore(config.database, async (store) => {
     await prepareSchema(store, config)
-    return await work(store)
-  } finally {
-    await store.close()
-  }
-}
-
-/** Opens the store, runs `work` on it as it is, closes. */
-async function onStore<T>(config: Config, work: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(config.database)
-  try {
-    return await work(store)
-  } finally {
-    await store.close()
-  }
+    return work(store)
+  })
 }
 
 function migrateCommand(args: string[]): Run {
   const { values } = parse({ args, options: { status: { type: 'boolean' } } })
   if (values.status) return migrationStatus
   return (config, io) =>
-    onStore(config, async (store) => {
+    onOpenStore(config.database, async (store) => {
       // PETSTORE_MIGRATE=off keeps other commands from migrating; this one is how it is done.
       const run = await store.migrate(config.env)
       for (const migration of run.applied) {
@@ -339,7 +326,7 @@ function migrateCommand(args: string[]): Run {
 
 /** D27: `migrate --status`, for a pipeline's check: applied, pending, newer; exit 1 if not ready. */
 const migrationStatus: Run = (config, io) =>
-  onStore(config, async (store) => {
+  onOpenStore(config.database, async (store) => {
     const state = await store.schema()
     const newer = new Set(state.newer.map((entry) => entry.version))
     const rows = [

@@ -16,8 +16,7 @@ import type { Config } from '../config.ts'
 import { logDestination, loggerOptions } from '../observability/logging.ts'
 import { clusterScrape } from '../observability/metrics.ts'
 import { listenForScrapes } from '../observability/metrics-server.ts'
-import { openStore } from '../store/open.ts'
-import type { Store } from '../store/store.ts'
+import { onOpenStore } from '../store/open.ts'
 import { startInstance } from './instance.ts'
 import { FIRST_KEY_FAILED, noticeUnprefixedKeys, offerFirstKey, startLine } from './prepare.ts'
 import { prepareSchema, type SchemaNotice } from './schema.ts'
@@ -70,20 +69,10 @@ function primaryLogger(config: Pick<Config, 'logLevel'>): Logger {
   return logger.child({ role: 'primary' })
 }
 
-/** Opens the store for one step of the primary's own, then closes it. */
-async function withStore(config: Readonly<Config>, work: (store: Store) => Promise<void>) {
-  const store = await openStore(config.database)
-  try {
-    await work(store)
-  } finally {
-    await store.close()
-  }
-}
-
 async function runPrimary(config: Readonly<Config>, count: number): Promise<void> {
   const log = primaryLogger(config)
   let schemaNotices: SchemaNotice[] = []
-  await withStore(config, async (store) => {
+  await onOpenStore(config.database, async (store) => {
     schemaNotices = await prepareSchema(store, config)
   })
   for (const notice of schemaNotices) log[notice.level](notice.fields, notice.message)
@@ -106,8 +95,8 @@ async function runPrimary(config: Readonly<Config>, count: number): Promise<void
   // D3's first key once every worker has bound its ports, so that a start that fails has
   // spent none.
   const offerKey = () =>
-    withStore(config, (store) => offerFirstKey(store.apiKeys, config, log)).catch((err) =>
-      log.error({ err }, FIRST_KEY_FAILED),
+    onOpenStore(config.database, (store) => offerFirstKey(store.apiKeys, config, log)).catch(
+      (err) => log.error({ err }, FIRST_KEY_FAILED),
     )
   new Supervisor(count, log, offerKey).start()
 }

@@ -61,3 +61,16 @@ export async function openStore(location: DatabaseLocation): Promise<Store> {
     }
   }
 }
+
+/** Opens the store `location` names, runs `work` on it, and closes it whatever `work` did. */
+export async function onOpenStore<T>(
+  location: DatabaseLocation,
+  work: (store: Store) => Promise<T>,
+): Promise<T> {
+  const store = await openStore(location)
+  try {
+    return await work(store)
+  } finally {
+    await store.close()
+  }
+}
