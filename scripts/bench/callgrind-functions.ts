@@ -91,7 +91,7 @@ export async function selfCosts(callgrindFile: string, perfMapFile: string) {
       callee = place(calleeObject ?? object, calleeFn, target)
       calls = Number(count)
       calleeObject = undefined
-    } else if (line.startsWith('summary: ')) total = Number(line.slice(9))
+    } else if (line.startsWith('summary: ')) total = Number(line.slice(9).split(' ')[0])
   }
   return { costs, callers, total }
 }

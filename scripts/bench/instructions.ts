@@ -31,7 +31,7 @@ import { removeDatabase, seededCopy } from './seed.ts'
 
 export const usage = `[--only get,list20,create,createKeyed] [--checkout <dir>]…
       [--ref same-bytes] [--ref fastify-floor[:logged]] [--requests 2000] [--warmup 20000]
-      [--env NAME=VALUE]… [--by-function [--cache-sim]] [--postgres [--pets 100000]]
+      [--env NAME=VALUE]… [--by-function] [--cache-sim] [--postgres [--pets 100000]]
       [--keep <dir>]   instructions per request under valgrind's callgrind`
 
 const CONNECTIONS = 10
@@ -121,6 +121,8 @@ async function send(
 
 interface Count {
   perRequest: number
+  /** --cache-sim: callgrind's simulated cache events a request (I1mr, D1mr, D1mw, ILmr, DLmr, DLmw, Dr, Dw). */
+  misses?: Map<string, number>
   /** --by-function: instructions by function over the counted requests, self and charged. */
   self?: Map<string, number>
   charged?: Map<string, number>
@@ -192,9 +194,15 @@ async function count(args: Options, key: string, job: Job, postgresUrl?: string)
       const charged = callgrind.chargedToCallers(costs, callers)
       return { perRequest: total / requests, self: costs, charged }
     }
-    const summary = /^summary: (\d+)$/m.exec(readFileSync(`${out}.1`, 'utf8'))
-    if (summary === null) throw new Error('callgrind wrote no summary')
-    return { perRequest: Number(summary[1]) / requests }
+    const events = callgrindEvents(readFileSync(`${out}.1`, 'utf8'))
+    const perRequest = (events.get('Ir') ?? Number.NaN) / requests
+    if (!args['cache-sim']) return { perRequest }
+    return {
+      perRequest,
+      misses: new Map(
+        [...events].filter(([name]) => name !== 'Ir').map(([n, v]) => [n, v / requests]),
+      ),
+    }
   } finally {
     agent.destroy()
     child.kill('SIGKILL')
@@ -221,6 +229,14 @@ async function countAll(args: Options, key: string, jobs: Job[], postgresUrl?: s
   }
   await Promise.all([worker(), worker()])
   return results
+}
+
+/** The totals of a callgrind file by event (Ir alone, or with --cache-sim its cache events). */
+function callgrindEvents(file: string): Map<string, number> {
+  const names = /^events: (.+)$/m.exec(file)?.[1]?.split(' ')
+  const totals = /^summary: (.+)$/m.exec(file)?.[1]?.split(' ')
+  if (names === undefined || totals === undefined) throw new Error('callgrind wrote no summary')
+  return new Map(names.map((name, i) => [name, Number(totals[i])]))
 }
 
 /** --by-function: each service against the first reference, by concern and by function. */
@@ -272,5 +288,21 @@ export async function main(argv: string[]): Promise<void> {
     const perRequest = Math.round(results.get(job)?.perRequest ?? Number.NaN).toLocaleString('en')
     process.stdout.write(`| ${job.operation.id} | ${job.subject.label} | ${perRequest} |\n`)
   }
+  if (args['cache-sim'] && !args['by-function']) cacheTable(jobs, results)
   if (args['by-function']) byFunctionTables(jobs, results, references, Number(args.requests))
+}
+
+/** --cache-sim: the simulated cache's misses a request, first level (I1, D1) and last (LL). */
+function cacheTable(jobs: Job[], results: Map<Job, Count>): void {
+  const columns = ['Dr', 'Dw', 'I1mr', 'D1mr', 'D1mw', 'ILmr', 'DLmr', 'DLmw']
+  process.stdout.write(
+    `\n| Operation | Server | ${columns.join(' | ')} |\n|---|---|${columns.map(() => '--:').join('|')}|\n`,
+  )
+  for (const job of jobs) {
+    const misses = results.get(job)?.misses
+    const cells = columns.map((name) =>
+      Math.round(misses?.get(name) ?? Number.NaN).toLocaleString('en'),
+    )
+    process.stdout.write(`| ${job.operation.id} | ${job.subject.label} | ${cells.join(' | ')} |\n`)
+  }
 }

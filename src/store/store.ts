@@ -107,10 +107,17 @@ export interface PetRepository {
    * returns how many. The caller repeats while it returns `limit`.
    */
   purgeIdempotencyRecords(expiredAt: Date, limit: number): Promise<number>
-  get(id: number): Promise<Pet | undefined>
+  /**
+   * The reads answer at once where the engine can (SQLite: its reads are synchronous calls), so
+   * that the handler sends the answer in the same turn, without a promise; else a promise.
+   */
+  get(id: number): MaybePromise<Pet | undefined>
   /** Pets in ascending id order. */
-  list(query: ListPetsQuery): Promise<PetPage>
+  list(query: ListPetsQuery): MaybePromise<PetPage>
 }
+
+/** A value now, or a promise of it later. */
+export type MaybePromise<T> = T | Promise<T>
 
 export interface ApiKeyRecord {
   id: string

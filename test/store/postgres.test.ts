@@ -191,7 +191,7 @@ describe('postgres', { skip }, () => {
         /ECONNREFUSED/.test(String((err.cause as Error)?.message ?? err.cause))
       try {
         await assert.rejects(down.ping(), refused)
-        await assert.rejects(down.pets.get(1), refused)
+        await assert.rejects(async () => down.pets.get(1), refused)
         await assert.rejects(down.pets.create({ name: 'x', categoryId: 1 }), refused)
         await assert.rejects(down.migrate(), StoreUnavailableError)
       } finally {
@@ -203,7 +203,10 @@ describe('postgres', { skip }, () => {
       const closed = open(db.url)
       await closed.close()
       await assert.rejects(closed.ping(), StoreUnavailableError)
-      await assert.rejects(closed.pets.list({ limit: 1, afterId: 0 }), StoreUnavailableError)
+      await assert.rejects(
+        async () => closed.pets.list({ limit: 1, afterId: 0 }),
+        StoreUnavailableError,
+      )
     })
 
     test('a statement past the timeout is cancelled as unavailable, not left hanging', async () => {

@@ -261,3 +261,24 @@ test('sqlite: two migrate() calls on one store apply each migration once, togeth
     await dir.remove()
   }
 })
+
+// The reads answer in the caller's turn (store.ts, MaybePromise): the handler then sends the
+// answer without a promise or a microtask between (docs/benchmarks.md, "Where the time goes").
+test('sqlite: a read that needs no wait answers at once, not in a promise', async () => {
+  const dir = await tempDir()
+  const store = openSqliteStore({ path: join(dir.path, 'reads.db') })
+  try {
+    await store.migrate()
+    const created = await store.pets.create({ name: 'Rex', categoryId: 1 })
+    const got = store.pets.get(created.id)
+    assert.ok(!(got instanceof Promise))
+    assert.deepEqual(got, created)
+    assert.equal(store.pets.get(created.id + 1), undefined)
+    const page = store.pets.list({ limit: 10, afterId: 0 })
+    assert.ok(!(page instanceof Promise))
+    assert.deepEqual(page, { pets: [created], hasMore: false })
+  } finally {
+    await store.close()
+    await dir.remove()
+  }
+})

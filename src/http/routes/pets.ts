@@ -17,7 +17,7 @@ import {
 } from '../../contract/responses.ts'
 import { GetPetParams, ListPetsQuery, NewPet, Pet, Pets, ref } from '../../contract/schemas.ts'
 import { ApiError } from '../../errors.ts'
-import type { Store } from '../../store/store.ts'
+import type { MaybePromise, Store } from '../../store/store.ts'
 import type { Deprecation } from '../plugins/deprecation.ts'
 import { documentedOnly } from '../validation.ts'
 import { decodeCursor, nextPageLink } from './cursor.ts'
@@ -84,18 +84,20 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (
         },
       },
     },
-    async (request, reply) => {
+    // Not async: a page the store has at once is sent in this turn (sendNowOrLater).
+    (request, reply) => {
       const { limit = LIST_LIMIT.default, status, cursor } = request.query
       const afterId = cursor === undefined ? 0 : decodeCursor(cursor)
-      const page = await store.pets.list({ limit, status, afterId })
-      const last = page.pets.at(-1)
-      if (page.hasMore && last !== undefined) {
-        reply.header('link', nextPageLink('/v1/pets', limit, status, last.id))
-      }
-      // The schema's bytes by JSON.stringify (routes/pets-json.ts: why not the schema's own
-      // serializer). A reply with its own serializer gets no Content-Type from Fastify, hence
-      // the type.
-      return reply.type(JSON_CONTENT_TYPE).serializer(petsJson).send(page.pets)
+      return sendNowOrLater(store.pets.list({ limit, status, afterId }), (page) => {
+        const last = page.pets.at(-1)
+        if (page.hasMore && last !== undefined) {
+          reply.header('link', nextPageLink('/v1/pets', limit, status, last.id))
+        }
+        // The schema's bytes by JSON.stringify (routes/pets-json.ts: why not the schema's own
+        // serializer). A reply with its own serializer gets no Content-Type from Fastify, hence
+        // the type.
+        reply.type(JSON_CONTENT_TYPE).serializer(petsJson).send(page.pets)
+      })
     },
   )
 
@@ -186,14 +188,28 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (
         },
       },
     },
-    async (request, reply) => {
-      const pet = await store.pets.get(request.params.petId)
-      if (pet === undefined) {
-        throw new ApiError('not_found', `no pet with id ${request.params.petId}`)
-      }
-      return reply.type(JSON_CONTENT_TYPE).serializer(petJson).send(pet)
+    (request, reply) => {
+      const { petId } = request.params
+      return sendNowOrLater(store.pets.get(petId), (pet) => {
+        if (pet === undefined) throw new ApiError('not_found', `no pet with id ${petId}`)
+        reply.type(JSON_CONTENT_TYPE).serializer(petJson).send(pet)
+      })
     },
   )
+}
+
+/**
+ * Sends what the store answered: at once when it answered at once (SQLite's reads), so that no
+ * promise is made and no microtask waits for the answer; else once it is there. Returns the
+ * promise Fastify waits on (a throw or rejection becomes the error answer), or nothing when sent.
+ */
+function sendNowOrLater<T>(
+  answer: MaybePromise<T>,
+  send: (value: T) => void,
+): Promise<void> | undefined {
+  if (answer instanceof Promise) return answer.then(send)
+  send(answer)
+  return undefined
 }
 
 const deprecationHeaderSpecs = {

@@ -56,8 +56,8 @@ function tracedPets(pets: PetRepository, tracer: Tracer): PetRepository {
       inSpan(tracer, 'DELETE', 'idempotency_keys', () =>
         pets.purgeIdempotencyRecords(expiredAt, limit),
       ),
-    get: (id) => inSpan(tracer, 'SELECT', 'pets', () => pets.get(id)),
-    list: (query) => inSpan(tracer, 'SELECT', 'pets', () => pets.list(query)),
+    get: (id) => inSpan(tracer, 'SELECT', 'pets', async () => pets.get(id)),
+    list: (query) => inSpan(tracer, 'SELECT', 'pets', async () => pets.list(query)),
   }
 }
 

@@ -12,6 +12,7 @@ import {
   type IdempotencyRecord,
   type IdempotentCreate,
   type ListPetsQuery,
+  type MaybePromise,
   type PetPage,
   type PetRepository,
   type StoreObserver,
@@ -26,6 +27,10 @@ import { checkPetRows, integer, type PetRow, petRowOrNone, type RowObject, text 
 export type { PetRow } from './rows.ts'
 
 const PET_COLUMNS = 'id, name, category_id, status'
+
+function petOrUndefined(row: PetRow | undefined): Pet | undefined {
+  return row && toPet(row)
+}
 
 /** A row as the contract's Pet (sql-core.ts). */
 export function toPet(row: PetRow): Pet {
@@ -311,13 +316,14 @@ export class SqlitePetRepository implements PetRepository {
     for (const { reject } of batch) reject(failure)
   }
 
-  async get(id: number): Promise<Pet | undefined> {
-    const row = await this.#attempts.read(() => this.#reads.get(id))
-    return row && toPet(row)
+  get(id: number): MaybePromise<Pet | undefined> {
+    const row = this.#attempts.read(() => this.#reads.get(id))
+    return row instanceof Promise ? row.then(petOrUndefined) : petOrUndefined(row)
   }
 
-  async list({ limit, status, afterId }: ListPetsQuery): Promise<PetPage> {
-    const rows = await this.#attempts.read(() => this.#reads.page(limit + 1, status, afterId))
-    return pageOf(rows, limit, toPet)
+  list({ limit, status, afterId }: ListPetsQuery): MaybePromise<PetPage> {
+    const rows = this.#attempts.read(() => this.#reads.page(limit + 1, status, afterId))
+    const page = (found: PetRow[]) => pageOf(found, limit, toPet)
+    return rows instanceof Promise ? rows.then(page) : page(rows)
   }
 }
