@@ -580,6 +580,25 @@ export async function pair(
 // --- reports -------------------------------------------------------------------------------------
 export const int = (n: number) => Math.round(n).toLocaleString('en')
 export const ms = (n: number) => n.toFixed(2)
+
+/** A target of a run's report: what, the goal, what was measured, whether it was met. */
+export type Target = [what: string, goal: string, measured: string, met: boolean]
+
+/** The targets' table closing a report (none without targets), headed by `title`. */
+export function targetsTable(title: string, goals: Target[]): string[] {
+  if (goals.length === 0) return []
+  const rows = goals.map(([what, goal, measured, met]) =>
+    [what, goal, measured, met ? 'yes' : '**no**'].join(' | '),
+  )
+  return [
+    '',
+    `${title}:`,
+    '',
+    '| Target | Goal | Measured | Met |',
+    '|---|---|---|---|',
+    ...rows.map((r) => `| ${r} |`),
+  ]
+}
 export const times = (n: number) => `${n.toFixed(2)}×`
 
 /**

@@ -312,7 +312,45 @@ function renderPostgres(report: PostgresReport): string {
       ...directAndPooled(report.keyed.statement, 'same bytes keyed', 'same bytes plain'),
     )
   }
+  lines.push(...harness.targetsTable('Targets (issue 54)', targets(report)))
   return lines.join('\n')
+}
+
+/** Each operation ≥ 0.90× its same bytes, direct and through the same PgBouncer. */
+const SAME_BYTES_RATIO = 0.9
+
+/**
+ * Issue 54's targets on PostgreSQL, at every connection count measured: the service ÷ same bytes
+ * direct and through PgBouncer (the keyed create beside the same bytes running its keyed
+ * statement, keyed against keyed), p99 where the same bytes' own is under 8 ms, RSS.
+ */
+function targets(report: PostgresReport): harness.Target[] {
+  const out: harness.Target[] = []
+  const path = { direct: 'direct', pgbouncer: 'through PgBouncer' } as const
+  for (const via of ['direct', 'pgbouncer'] as const) {
+    const pairs = [...report.sameBytes[via], ...report.keyed.service[via]]
+    for (const scenario of new Set(pairs.map((p) => p.scenario))) {
+      const rows = pairs.filter((p) => p.scenario === scenario)
+      const measured = rows.map((p) => `${harness.times(p.ratio.rps)} (${p.connections})`)
+      const what = `${rows[0]?.label} ÷ same bytes, ${path[via]} (connections)`
+      const met = rows.every((p) => p.ratio.rps >= SAME_BYTES_RATIO)
+      out.push([what, `≥ ${SAME_BYTES_RATIO.toFixed(2)}×`, measured.join(', '), met])
+    }
+  }
+  const all = [...Object.values(report.sameBytes), ...Object.values(report.keyed.service)].flat()
+  const held = all.filter((p) => p.baseline.p99 < 8)
+  const worst = [...held].sort((a, b) => b.service.p99 - a.service.p99)[0]
+  if (worst !== undefined) {
+    const what = `p99 latency, where the same bytes' own p99 < 8 ms (${held.length} of ${all.length} runs)`
+    const where = `${worst.label}, ${worst.connections} connections`
+    const p99 = worst.service.p99
+    out.push([what, '≤ 10 ms', `worst ${harness.ms(p99)} ms (${where})`, p99 <= 10])
+  }
+  if (all.length > 0) {
+    const rss = Math.max(...all.map((p) => p.service.rssMb))
+    out.push(['server RSS under load', '≤ 150 MB', `peak ${rss.toFixed(0)} MB`, rss <= 150])
+  }
+  return out
 }
 
 /**
