@@ -48,11 +48,17 @@ export function startUsers(options: {
    * and a test's length is set by how busy the machine is rather than by what it checks.
    */
   thinkMs?: number
+  /**
+   * The SDK's retries a call (its default unless given): a caller that must ride out a database
+   * failover longer than the default budget covers sets more (docs/fleet.md).
+   */
+  maxRetries?: number
 }): Users {
   const run: UsersRun = { calls: [], retries: [], acknowledged: [], unacknowledged: [] }
   const petstore = new Petstore({
     baseUrl: `${options.baseUrl}/v1`,
     apiKey: options.apiKey,
+    ...(options.maxRetries === undefined ? {} : { maxRetries: options.maxRetries }),
     // The SDK's own wait before a retry, counted: each retry waits once.
     sleep: (ms, signal) => {
       run.retries.push(performance.now())
