@@ -10,7 +10,7 @@ interface WarningProcess {
   emitWarning(message: string, options: { type: string; code: string }): void
 }
 
-/** Says `operation` is deprecated, the first time it answers so in this process. */
+/** Says `operation` is deprecated, the first time it answers so in this program. */
 export function noticeDeprecation(operation: string, advice: string, info: ResponseInfo): void {
   if (info.deprecation === undefined || warned.has(operation)) return
   warned.add(operation)
