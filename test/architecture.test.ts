@@ -64,7 +64,7 @@ test('architecture: the cycle finder finds a cycle when there is one', () => {
  * (keys, observability, operations), HTTP, the process, and the command line on top.
  */
 const LAYERS: readonly (readonly string[])[] = [
-  ['errors.ts', 'clock.ts', 'lifecycle.ts', 'printable.ts'],
+  ['errors.ts', 'clock.ts', 'lifecycle.ts', 'printable.ts', 'release.ts'],
   ['contract/', 'outage-log.ts'],
   ['staging/', 'unknown-settings.ts'],
   ['config.ts'],

@@ -321,6 +321,11 @@ describe('petstore CLI', () => {
     assert.equal(version.stdout, (await runMain(['--version'], env)).stdout)
     assert.match(version.stdout, /^petstore \d+\.\d+\.\d+\n$/)
     assert.equal(version.stderr, '')
+    // The OpenAPI document's info.version is the same number: the release (docs/api.md, Versions).
+    const document = JSON.parse(
+      await readFile(new URL('../docs/openapi.json', import.meta.url), 'utf8'),
+    )
+    assert.equal(version.stdout, `petstore ${document.info.version}\n`)
   })
 
   test('a usage error is one line and a pointer to the help, exit 2, whatever the environment', async () => {
