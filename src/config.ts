@@ -9,6 +9,7 @@ import {
   IDEMPOTENCY_TTL_MAX_SECONDS,
 } from './contract/limits.ts'
 import { FaultsSyntaxError, parseFaults, type StagingFaults } from './staging/faults.ts'
+import { knownVariables, type UnknownSetting, unknownSettings } from './unknown-settings.ts'
 
 export type DatabaseLocation =
   | { engine: 'sqlite'; path: string }
@@ -82,6 +83,8 @@ export interface Config {
   tracing: TracingConfig | undefined
   /** D29: staging's random faults (PETSTORE_STAGING_FAULTS); undefined: none. Never in production. */
   stagingFaults: StagingFaults | undefined
+  /** D9: variables set in the service's namespaces that it does not read, said once at start. */
+  unknownSettings: readonly UnknownSetting[]
 }
 
 /**
@@ -173,6 +176,27 @@ export const configDefaults = {
   OTEL_TRACES_SAMPLER_ARG: '0.1',
   OTEL_BSP_SCHEDULE_DELAY: '5000',
 } as const
+
+/** The variables loadConfig reads that have no default; configDefaults names the others. */
+const VARIABLES_WITHOUT_DEFAULT = [
+  'PETSTORE_API_KEYS',
+  'PETSTORE_API_KEYS_FILE',
+  'PETSTORE_CORS_ORIGINS',
+  'PETSTORE_TRUSTED_PROXIES',
+  'REDIS_URL',
+  'METRICS_HOST',
+  'PROBE_HOST',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
+  'OTEL_SDK_DISABLED',
+] as const
+
+/** Every variable the service reads (test/config.test.ts checks it against loadConfig's reads). */
+export const KNOWN_VARIABLES: ReadonlySet<string> = knownVariables([
+  ...Object.keys(configDefaults),
+  ...VARIABLES_WITHOUT_DEFAULT,
+])
 
 function read(env: Env, name: keyof typeof configDefaults): string {
   const value = env[name]?.trim()
@@ -675,6 +699,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     ),
     tracing: parseTracing(env),
     stagingFaults: parseStagingFaults(env, deployment),
+    unknownSettings: Object.freeze(unknownSettings(env, KNOWN_VARIABLES)),
   })
 }
 

@@ -18,3 +18,13 @@ export function printable(text: string, maxLength = PRINTABLE_LENGTH): string {
     .slice(1, -1)
     .replace(ACTIVE_CHARACTERS, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }
+
+/**
+ * The collector's endpoint as it is logged: origin and path. Its user, password and query, where
+ * a collector's credentials go (`https://user:token@host/v1/traces?api-key=…`), stay with the
+ * exporter, which reads the endpoint from the environment itself (issue 46).
+ */
+export function loggableEndpoint(endpoint: string): string {
+  const url = new URL(endpoint)
+  return `${url.origin}${url.pathname}`
+}

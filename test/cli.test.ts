@@ -321,6 +321,11 @@ describe('petstore CLI', () => {
     assert.equal(version.stdout, (await runMain(['--version'], env)).stdout)
     assert.match(version.stdout, /^petstore \d+\.\d+\.\d+\n$/)
     assert.equal(version.stderr, '')
+    // The OpenAPI document's info.version is the same number: the release (docs/api.md, Versions).
+    const document = JSON.parse(
+      await readFile(new URL('../docs/openapi.json', import.meta.url), 'utf8'),
+    )
+    assert.equal(version.stdout, `petstore ${document.info.version}\n`)
   })
 
   test('a usage error is one line and a pointer to the help, exit 2, whatever the environment', async () => {
@@ -528,6 +533,42 @@ describe('petstore CLI', () => {
     } finally {
       await database.drop()
     }
+  })
+
+  test('serve names each unknown variable of its namespaces once, with the nearest known name, and says in the start line what is on', async () => {
+    const service = await startService({
+      ...env,
+      PETSTORE_ENV: 'staging',
+      DATABASE_URL: 'sqlite::memory:',
+      PETSTORE_STAGING_FAULT: '503:0.5', // the singular: a slip for PETSTORE_STAGING_FAULTS
+      PETSTORE_STAGING_FAULTS: '503:0.05,delay:200ms:0.1',
+      DB_URL: 'sqlite:./elsewhere.db',
+      PETSTORE_NOT_A_SETTING_AT_ALL: 'x',
+      PROBE_PORT: '0',
+      HOME_DIRECTORY: 'not ours: no line',
+    })
+    await service.stop()
+    const lines = logLines(service.stdout())
+    const unknown = lines.filter((l) => /is not a variable petstore reads/.test(l.msg ?? ''))
+    assert.deepEqual(
+      unknown.map((l) => l.msg),
+      [
+        'DB_URL is set but is not a variable petstore reads, so it changes nothing; did you mean DATABASE_URL? (every variable: docs/configuration.md)',
+        'PETSTORE_NOT_A_SETTING_AT_ALL is set but is not a variable petstore reads, so it changes nothing (every variable: docs/configuration.md)',
+        'PETSTORE_STAGING_FAULT is set but is not a variable petstore reads, so it changes nothing; did you mean PETSTORE_STAGING_FAULTS? (every variable: docs/configuration.md)',
+      ],
+    )
+    assert.ok(
+      unknown.every((l) => l.level === 40),
+      'warnings',
+    )
+    assert.ok(!service.stdout().includes('elsewhere.db'), 'a value is never shown')
+    const start = lines.filter((l) => /^starting: /.test(l.msg ?? ''))
+    assert.equal(
+      start[0]?.msg,
+      'starting: SQLite in memory (lost when the process ends); 1 process; staging; staging faults 503:0.05,delay:200ms:0.1; probes on 127.0.0.1:0 (PROBE_PORT)',
+    )
+    assert.equal(start.length, 1)
   })
 
   test('--workers refuses an in-memory database, which its processes cannot share', async () => {

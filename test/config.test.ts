@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
-import { ConfigError, loadConfig } from '../src/config.ts'
+import { ConfigError, KNOWN_VARIABLES, loadConfig } from '../src/config.ts'
 import { generateApiKey } from '../src/contract/api-key.ts'
 
 /** The one line loadConfig stops the start with. */
@@ -680,5 +680,70 @@ describe('PETSTORE_STAGING_FAULTS (D29)', () => {
         raw,
       )
     }
+  })
+})
+
+describe('unknown variables (D9)', () => {
+  /** Every variable loadConfig reads, seen through an environment that records. */
+  function variablesRead(): Set<string> {
+    const read = new Set<string>()
+    const recording = new Proxy<Record<string, string | undefined>>(
+      {},
+      {
+        get(_target, name) {
+          if (typeof name === 'string') read.add(name)
+          return undefined
+        },
+      },
+    )
+    loadConfig(recording)
+    return read
+  }
+
+  test('every variable loadConfig reads is known, so none is ever called unknown', () => {
+    const unknown = [...variablesRead()].filter((name) => !KNOWN_VARIABLES.has(name))
+    assert.deepEqual(unknown, [])
+  })
+
+  test('names each unread variable of PETSTORE_, DATABASE_ and OTEL_, with the nearest known name', () => {
+    const names = (env: Record<string, string>) =>
+      loadConfig(env).unknownSettings.map(({ name, suggestion }) => [name, suggestion])
+    assert.deepEqual(
+      names({
+        PETSTORE_RATELIMIT: '5',
+        DATABASE_POOLSIZE: '5',
+        PETSTORE_PROBE_PORT: '9000',
+        PETSTORE_LIVENES_STALL_MS: '900',
+        OTEL_EXPORTER_OTLP_ENDPIONT: 'http://collector:4318',
+        OTEL_TRACES_EXPORTER: 'otlp',
+        PETSTORE_WIDGETS: 'on',
+      }),
+      [
+        ['DATABASE_POOLSIZE', 'DATABASE_POOL_SIZE'],
+        ['OTEL_EXPORTER_OTLP_ENDPIONT', 'OTEL_EXPORTER_OTLP_ENDPOINT'],
+        ['OTEL_TRACES_EXPORTER', undefined],
+        ['PETSTORE_LIVENES_STALL_MS', 'PETSTORE_LIVENESS_STALL_MS'],
+        ['PETSTORE_PROBE_PORT', 'PROBE_PORT'],
+        ['PETSTORE_RATELIMIT', 'PETSTORE_RATE_LIMIT'],
+        ['PETSTORE_WIDGETS', undefined],
+      ],
+    )
+    // Outside the namespaces only the names other tools use for ours (DB_URL), never HOME.
+    assert.deepEqual(names({ DB_URL: 'x', LOGLEVEL: 'debug', HOME: '/root', HOSTNAME: 'vm' }), [
+      ['DB_URL', 'DATABASE_URL'],
+      ['LOGLEVEL', 'LOG_LEVEL'],
+    ])
+    // Read elsewhere: the CLI's client, the OTLP exporter's own, this repository's test switches.
+    assert.deepEqual(
+      names({
+        PETSTORE_URL: 'http://127.0.0.1:8080/v1',
+        PETSTORE_API_KEY: 'k',
+        OTEL_EXPORTER_OTLP_HEADERS: 'a=b',
+        OTEL_RESOURCE_ATTRIBUTES: 'a=b',
+        PETSTORE_TEST_POSTGRES_URL: 'postgres://x',
+        PETSTORE_REQUIRE_POSTGRES: '1',
+      }),
+      [],
+    )
   })
 })

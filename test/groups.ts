@@ -66,6 +66,7 @@ export const ISOLATED = [
   'test/readme-engines.test.ts',
   'test/store/postgres-disk-full.test.ts',
   'test/store/postgres-grants.test.ts',
+  'test/client/response.test.ts',
 ]
 export const POSTGRES_RUN = [...ENGINE_HTTP, ...POSTGRES_ONLY]
 /**

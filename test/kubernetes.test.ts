@@ -74,6 +74,7 @@ function validated(manifests: Manifest[]): Manifest[] {
 
 const postgres = validated(render(join(KUBERNETES, 'overlays', 'postgres')))
 const sqlite = validated(render(join(KUBERNETES, 'overlays', 'sqlite')))
+const podman = validated(render(join(KUBERNETES, 'overlays', 'podman')))
 
 function find<T>(manifests: Manifest[], kind: string, name?: string): T {
   const found = manifests.filter(
@@ -572,6 +573,29 @@ describe('deploy/kubernetes, SQLite: the overlay as kubectl apply -k renders it'
   })
 })
 
+describe('deploy/kubernetes, podman: the SQLite overlay as podman kube play runs it', () => {
+  it('is the SQLite overlay but for ports on loopback at their own numbers, and no Secret file', () => {
+    const expected = structuredClone(find<IDeployment>(sqlite, 'Deployment', 'petstore'))
+    const spec = podSpec(expected)
+    const c = container(expected)
+    const hostPorts: Record<string, number> = { http: 18080, probes: 18081, metrics: 19464 }
+    c.ports = c.ports?.map((port) => ({
+      ...port,
+      hostIP: '127.0.0.1',
+      hostPort: hostPorts[port.name ?? ''] ?? 0,
+    }))
+    c.env = c.env?.filter((variable) => variable.name !== 'PETSTORE_API_KEYS_FILE')
+    c.volumeMounts = c.volumeMounts?.filter((mount) => mount.name !== 'api-keys')
+    spec.volumes = spec.volumes?.filter((volume) => volume.name !== 'api-keys')
+    assert.deepEqual(find<IDeployment>(podman, 'Deployment', 'petstore'), expected)
+    // Everything else as the SQLite overlay has it.
+    assert.deepEqual(
+      podman.filter((m) => m.kind !== 'Deployment'),
+      sqlite.filter((m) => m.kind !== 'Deployment'),
+    )
+  })
+})
+
 describe('test/image/kustomize.ts renders as kustomize does', () => {
   it("`images:` points the Deployment and the Job at a registry's image", () => {
     const manifests = render(join(KUBERNETES, 'overlays', 'postgres'))
@@ -617,6 +641,15 @@ describe('test/image/kustomize.ts renders as kustomize does', () => {
     )
     assert.throws(() =>
       applyOperation(document, { op: 'replace', path: '/spec/x', value: 1 }, 'test'),
+    )
+  })
+
+  it('a JSON patch `test` that fails stops the rendering, as kustomize does', () => {
+    const document = { env: [{ name: 'A' }] }
+    applyOperation(document, { op: 'test', path: '/env/0/name', value: 'A' }, 'test')
+    assert.throws(
+      () => applyOperation(document, { op: 'test', path: '/env/0/name', value: 'B' }, 'test'),
+      /test of \/env\/0\/name failed: "A"/,
     )
   })
 

@@ -8,7 +8,7 @@ import { GetPetParams, ListPetsQuery, sharedSchemas } from '../src/contract/sche
 import { type ErrorCode, errorBody, errorCatalog, errorCodes } from '../src/errors.ts'
 import { CreatePetHeaders } from '../src/http/routes/pets.ts'
 import { validatorCompiler } from '../src/http/validation.ts'
-import { startServer, type TestServer } from './helpers/server.ts'
+import { createPet, startServer, type TestServer } from './helpers/server.ts'
 
 interface Reference {
   $ref?: string
@@ -37,6 +37,7 @@ interface Operation {
 
 interface Document {
   openapi: string
+  info: { version: string }
   servers?: { url: string; variables?: Record<string, { default: string }> }[]
   security?: Record<string, string[]>[]
   paths: Record<string, Record<string, Operation>>
@@ -103,6 +104,47 @@ test('the served document equals docs/openapi.json', async () => {
     await readFile(new URL('../docs/openapi.json', import.meta.url), 'utf8'),
   ) as unknown
   assert.deepStrictEqual(served, file, 'docs/openapi.json is stale: run npm run openapi')
+})
+
+test("info.version is the release: package.json's version", async () => {
+  const manifest = JSON.parse(
+    await readFile(new URL('../package.json', import.meta.url), 'utf8'),
+  ) as { version: string }
+  // test/cli.test.ts checks that petstore --version prints the same.
+  assert.equal(served.info.version, manifest.version)
+})
+
+test("a real answer's RateLimit fields and next link have the documented form, and its cursor works as documented", async () => {
+  const limited = await startServer({ rateLimit: 600 })
+  try {
+    for (const name of ['One', 'Two']) await createPet(limited, { name, categoryId: 1 })
+    const list = operation('listPets')
+    const ok = response(list, '200')
+    const pattern = (name: string) => {
+      const header = resolve<{ schema: { pattern?: string } }>(ok?.headers?.[name] ?? {}, 'headers')
+      assert.ok(header.schema.pattern, `${name} has a pattern`)
+      return new RegExp(header.schema.pattern)
+    }
+    const page = await limited.request('/v1/pets?limit=1')
+    assert.match(page.headers.get('ratelimit') ?? '', pattern('RateLimit'))
+    assert.match(page.headers.get('ratelimit-policy') ?? '', pattern('RateLimit-Policy'))
+    const link = page.headers.get('link') ?? ''
+    assert.match(link, pattern('Link'))
+    // The cursor the link carries, sent with the same limit, is the link's page.
+    const next = new URL(/^<([^>]+)>/.exec(link)?.[1] ?? '', page.url)
+    const cursor = next.searchParams.get('cursor') ?? ''
+    const byLink = await limited.request(`${next.pathname}${next.search}`)
+    const byCursor = await limited.request(`/v1/pets?limit=1&cursor=${cursor}`)
+    assert.deepEqual(await byCursor.json(), await byLink.json())
+    // The documented example is a cursor the service takes.
+    const parameter = (list.parameters ?? []).find(
+      (p) => (p as { name?: string }).name === 'cursor',
+    )
+    const example = (parameter as { example?: string } | undefined)?.example
+    assert.equal((await limited.request(`/v1/pets?cursor=${example}`)).status, 200)
+  } finally {
+    await limited.close()
+  }
 })
 
 describe('operations', () => {

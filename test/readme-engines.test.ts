@@ -62,7 +62,16 @@ test("the README's harmless EBADENGINE warnings are exactly those npm gives on t
     }
     const { stderr } = await run(
       SYSTEM_NODE,
-      [realpathSync(SYSTEM_NPM), 'ci', '--dry-run', '--ignore-scripts', '--no-audit', '--no-fund'],
+      // --loglevel=warn: the clone's .npmrc keeps npm to its errors, and `npm test` passes that on.
+      [
+        realpathSync(SYSTEM_NPM),
+        'ci',
+        '--dry-run',
+        '--ignore-scripts',
+        '--no-audit',
+        '--no-fund',
+        '--loglevel=warn',
+      ],
       { cwd: dir.path, env: { ...process.env, npm_config_offline: 'true' } },
     )
     const warned = [...stderr.matchAll(/EBADENGINE {3}package: '(.+)@[^@']+'/g)]
@@ -72,4 +81,21 @@ test("the README's harmless EBADENGINE warnings are exactly those npm gives on t
   } finally {
     await dir.remove()
   }
+})
+
+test("npx petstore on the system Node.js says nothing of npm's: the command runs on the project's", async (t) => {
+  const npx = join(SYSTEM_NPM, '..', 'npx')
+  if (!existsSync(SYSTEM_NODE) || !existsSync(npx)) {
+    return t.skip(`no system Node.js and npx at ${SYSTEM_NODE}, ${npx}`)
+  }
+  // Without the npm_config_ variables an `npm test` run exports: as a person's shell runs it.
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')),
+  )
+  const { stdout, stderr } = await run(SYSTEM_NODE, [realpathSync(npx), 'petstore', '--version'], {
+    cwd: ROOT,
+    env: { ...env, npm_config_offline: 'true' },
+  })
+  assert.match(stdout, /^petstore \d+\.\d+\.\d+\n$/)
+  assert.equal(stderr, '')
 })

@@ -84,6 +84,12 @@ describe('petstore serve', () => {
         .filter((line) => line.startsWith('{'))
       assert.ok(logLines.length > 0)
       assert.ok(!logLines.some((line) => line.includes(key)), 'the key never reaches the JSON logs')
+      // As the README says: after every log line of the start, ports bound, never between them.
+      const output = first.output()
+      const banner = output.indexOf('No API key existed, so one was created.')
+      const listening = output.indexOf('Server listening at')
+      const lastMigration = output.lastIndexOf('applied migration')
+      assert.ok(lastMigration >= 0 && lastMigration < listening && listening < banner, output)
       const response = await fetch(`${first.url}/v1/pets`, {
         headers: { authorization: `Bearer ${key}` },
       })

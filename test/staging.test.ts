@@ -345,11 +345,11 @@ describe('petstore staging (issue 49)', () => {
     assert.equal(status.code, 0, status.stderr)
     assert.match(
       status.stdout,
-      /^Environment: unknown \(the database was made before migration 5 recorded it\)\.$/m,
+      /^Environment: unknown \(the database was made before migration 5 recorded it\); "petstore environment record production\|staging --yes" records it\.$/m,
     )
     assert.equal(
       (await runMain(['environment', 'show'], env)).stdout,
-      'Environment: unknown (the database was made before migration 5 recorded it).\n',
+      'Environment: unknown (the database was made before migration 5 recorded it); "petstore environment record production|staging --yes" records it.\n',
     )
     const recorded = await runMain(['environment', 'record', 'production', '--yes'], env)
     assert.match(recorded.stdout, /^Recorded the database as production's \(it said nothing\)/)

@@ -16,6 +16,8 @@ export {
   type Pets,
   Petstore,
   type PetstoreOptions,
+  type PetsWithResponse,
 } from './petstore.ts'
+export type { RateLimitBudget, ResponseInfo, WithResponse } from './response.ts'
 export type { Sleep } from './retry.ts'
 export type { Fetch } from './transport.ts'

@@ -1,7 +1,9 @@
 // The client: `new Petstore({ baseUrl, apiKey })`, and its `pets` operations.
 import type { NewPet, Pet, PetStatus } from './contract.ts'
+import { noticeDeprecation } from './deprecation.ts'
 import { PetstoreError } from './errors.ts'
 import { nextLink } from './link.ts'
+import { responseInfo, type WithResponse } from './response.ts'
 import { type Sleep, sleep } from './retry.ts'
 import { type Answer, type Fetch, send, type Transport } from './transport.ts'
 
@@ -178,14 +180,21 @@ export class Petstore {
   }
 }
 
+/** Said with getPet's deprecation warning: what to call instead. */
+const GET_PET_ADVICE = 'Keep the pet pets.create returns, or find it with pets.list.'
+
 /** The `pets` operations of a {@link Petstore}. */
 export class Pets {
-  readonly #transport: Transport
-  readonly #base: URL
+  /**
+   * The same operations, each giving `{ data, response }`: the value the plain call gives, and
+   * what the service said beside it (request id, budget, deprecation, replay, preference).
+   */
+  readonly withResponse: PetsWithResponse
+  readonly #calls: PetsCalls
 
   constructor(transport: Transport, base: URL) {
-    this.#transport = transport
-    this.#base = base
+    this.#calls = new PetsCalls(transport, base)
+    this.withResponse = new PetsWithResponse(this.#calls)
   }
 
   /**
@@ -193,19 +202,12 @@ export class Pets {
    * `Link: rel="next"` until none is left, and yields each pet once, in ascending `id` order.
    */
   async *list(params: ListPetsParams = {}, options: CallOptions = {}): AsyncGenerator<Pet, void> {
-    let url: URL | undefined = this.#listUrl(params)
-    while (url !== undefined) {
-      const answer = await this.#get(url, options)
-      yield* pets(answer)
-      url = this.#next(answer)
-    }
+    for await (const page of this.#calls.pages(params, options)) yield* page.data.pets
   }
 
   /** One page of pets, and the cursor of the next when more follow. */
   async listPage(params: ListPageParams = {}, options: CallOptions = {}): Promise<PetPage> {
-    const answer = await this.#get(this.#listUrl(params), options)
-    const cursor = this.#next(answer)?.searchParams.get('cursor')
-    return cursor ? { pets: pets(answer), nextCursor: cursor } : { pets: pets(answer) }
+    return (await this.#calls.listPage(params, options)).data
   }
 
   /**
@@ -213,17 +215,7 @@ export class Pets {
    * retried after a lost answer replays the first instead of making a second pet.
    */
   async create(pet: NewPet, options: CreateOptions = {}): Promise<Pet> {
-    const answer = await send(this.#transport, {
-      method: 'POST',
-      url: new URL('pets', this.#base),
-      body: pet,
-      headers: {
-        'idempotency-key': options.idempotencyKey ?? crypto.randomUUID(),
-        ...callHeaders(options),
-      },
-      signal: options.signal,
-    })
-    return onePet(answer)
+    return (await this.#calls.create(pet, options)).data
   }
 
   /**
@@ -234,8 +226,97 @@ export class Pets {
    * Keep the pet `create` returns, or find it with `list`.
    */
   async get(id: number, options: CallOptions = {}): Promise<Pet> {
+    return (await this.#calls.get(id, options)).data
+  }
+}
+
+/**
+ * `pets.withResponse`: each operation's value as `data`, beside `response`, the answer's
+ * metadata parsed ({@link ResponseInfo}). Errors are thrown as the plain calls throw them.
+ */
+export class PetsWithResponse {
+  readonly #calls: PetsCalls
+
+  constructor(calls: PetsCalls) {
+    this.#calls = calls
+  }
+
+  /** Every page of pets (of `status`, if given), each with the metadata of its answer. */
+  pages(
+    params: ListPetsParams = {},
+    options: CallOptions = {},
+  ): AsyncGenerator<WithResponse<PetPage>, void> {
+    return this.#calls.pages(params, options)
+  }
+
+  listPage(params: ListPageParams = {}, options: CallOptions = {}): Promise<WithResponse<PetPage>> {
+    return this.#calls.listPage(params, options)
+  }
+
+  create(pet: NewPet, options: CreateOptions = {}): Promise<WithResponse<Pet>> {
+    return this.#calls.create(pet, options)
+  }
+
+  /**
+   * @deprecated The service's getPet is deprecated and reaches its sunset on
+   * Thu, 05 Dec 2030 00:00:00 GMT (`GET_PET_SUNSET`); `response.sunset` says it too.
+   */
+  get(id: number, options: CallOptions = {}): Promise<WithResponse<Pet>> {
+    return this.#calls.get(id, options)
+  }
+}
+
+/** The operations themselves, each giving its value with the answer's metadata. */
+class PetsCalls {
+  readonly #transport: Transport
+  readonly #base: URL
+
+  constructor(transport: Transport, base: URL) {
+    this.#transport = transport
+    this.#base = base
+  }
+
+  async *pages(
+    params: ListPetsParams,
+    options: CallOptions,
+  ): AsyncGenerator<WithResponse<PetPage>, void> {
+    let url: URL | undefined = this.#listUrl(params)
+    while (url !== undefined) {
+      const answer = await this.#get(url, options)
+      // A page whose next link is refused is still yielded, then the refusal thrown.
+      const next = linkOrRefusal(() => this.#next(answer))
+      const link = next instanceof PetstoreError ? undefined : next
+      yield withResponse(answer, page(answer, link))
+      if (next instanceof PetstoreError) throw next
+      url = link
+    }
+  }
+
+  async listPage(params: ListPageParams, options: CallOptions): Promise<WithResponse<PetPage>> {
+    const answer = await this.#get(this.#listUrl(params), options)
+    return withResponse(answer, page(answer, this.#next(answer)))
+  }
+
+  async create(pet: NewPet, options: CreateOptions): Promise<WithResponse<Pet>> {
+    const answer = await send(this.#transport, {
+      method: 'POST',
+      url: new URL('pets', this.#base),
+      body: pet,
+      headers: {
+        'idempotency-key': options.idempotencyKey ?? crypto.randomUUID(),
+        ...callHeaders(options),
+      },
+      signal: options.signal,
+    })
+    return withResponse(answer, onePet(answer))
+  }
+
+  async get(id: number, options: CallOptions): Promise<WithResponse<Pet>> {
     const url = new URL(`pets/${encodeURIComponent(String(id))}`, this.#base)
-    return onePet(await this.#get(url, options))
+    const answer = await this.#get(url, options)
+    const result = withResponse(answer, onePet(answer))
+    noticeDeprecation('getPet (pets.get)', GET_PET_ADVICE, result.response)
+    return result
   }
 
   #get(url: URL, options: CallOptions): Promise<Answer> {
@@ -269,6 +350,25 @@ export class Pets {
     if (next === undefined || next.href.startsWith(this.#base.href)) return next
     throw badLink(answer, `is not under ${this.#base.href}; it was not followed`)
   }
+}
+
+function linkOrRefusal(next: () => URL | undefined): URL | undefined | PetstoreError {
+  try {
+    return next()
+  } catch (err) {
+    if (err instanceof PetstoreError) return err
+    throw err
+  }
+}
+
+function withResponse<T>(answer: Answer, data: T): WithResponse<T> {
+  return { data, response: responseInfo(answer) }
+}
+
+/** A list answer as a page: its pets, and the next page's cursor when one follows. */
+function page(answer: Answer, next: URL | undefined): PetPage {
+  const cursor = next?.searchParams.get('cursor')
+  return cursor ? { pets: pets(answer), nextCursor: cursor } : { pets: pets(answer) }
 }
 
 /** `baseUrl` as a URL ending in `/v1/`, so that `pets` resolves under it. */

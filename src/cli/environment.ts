@@ -83,7 +83,7 @@ export function environmentLine(
   if (isNew) {
     return `Environment: none yet; the first migration records this process's (${environment}).`
   }
-  return 'Environment: unknown (the database was made before migration 5 recorded it).'
+  return 'Environment: unknown (the database was made before migration 5 recorded it); "petstore environment record production|staging --yes" records it.'
 }
 
 async function show(store: Store, environment: DeploymentEnv, io: CliIo): Promise<void> {

@@ -5,7 +5,6 @@
 // a key that does not exist, an API call that failed); 2 it was called wrongly. Either failure is one line on stderr;
 // only `petstore` alone and --help print a usage text.
 import { readFileSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
 import { createServer, isIP, type ListenOptions } from 'node:net'
 import { availableParallelism } from 'node:os'
 import {
@@ -21,6 +20,7 @@ import type { SideListenError } from '../observability/side-listener.ts'
 import { type BackupSummary, backupSqliteDatabase } from '../operations/backup.ts'
 import { printable } from '../printable.ts'
 import { appliedNotice, newerNotice, prepareSchema } from '../process/schema.ts'
+import { releaseVersion } from '../release.ts'
 import {
   DatabaseEnvironmentError,
   EnvironmentRecordError,
@@ -498,12 +498,6 @@ const PREPARE: Record<Exclude<Command, 'pets'>, (args: string[]) => Run | Promis
   environment: environmentCommand,
 }
 
-/** The version in package.json, read when asked (no copy of it in the code to fall behind). */
-async function packageVersion(): Promise<string> {
-  const text = await readFile(new URL('../../package.json', import.meta.url), 'utf8')
-  return (JSON.parse(text) as { version: string }).version
-}
-
 /** The error's message and, where it has one, its cause's: the driver's or the system's words. */
 function withCause(err: Error): string {
   return err.cause instanceof Error ? `${err.message} (${err.cause.message})` : err.message
@@ -552,7 +546,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     return 2
   }
   if (command === '--version' || command === '-v') {
-    io.stdout.write(`petstore ${await packageVersion()}\n`)
+    io.stdout.write(`petstore ${releaseVersion()}\n`)
     return 0
   }
   if (command === 'help' || command === '--help' || command === '-h') {

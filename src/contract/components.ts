@@ -54,7 +54,7 @@ function headerObject(spec: HeaderSpec) {
   return {
     description: spec.description,
     ...(spec.required ? { required: true } : {}),
-    schema: { type: spec.type },
+    schema: { type: spec.type, ...(spec.pattern === undefined ? {} : { pattern: spec.pattern }) },
     example: spec.example,
   }
 }

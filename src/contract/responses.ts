@@ -11,6 +11,8 @@ export interface HeaderSpec {
   description: string
   /** What the header looks like on a response, shown in the reference. */
   example: string | number
+  /** The form this service sends, as a regular expression (a reader's check, not the grammar). */
+  pattern?: string
   /**
    * Whether every response that declares the header carries it. The document marks those
    * `required` and refers to them under components; an optional one is written out where it is
@@ -31,22 +33,25 @@ export const headers = {
   rateLimitPolicy: {
     type: 'string',
     description:
-      'The request budget of the API key (IETF draft-ietf-httpapi-ratelimit-headers-10), e.g. `"default";q=600;w=60`: quota `q` requests per window of `w` seconds. Absent when rate limiting is off.',
+      'The API key\'s quota (draft-ietf-httpapi-ratelimit-headers-10), an RFC 9651 structured-field List of policies. Each item is the policy\'s name, an sf-string, with the sf-integer parameters `q` (requests allowed per window) and `w` (the window, in seconds). This service sends one item, `"default";q=<quota>;w=60`; a 429 for failed authentications names `"auth-failures"` instead. Read it as a structured field (parameters may come in any order, and unknown ones are ignored), not by position. Absent when rate limiting is off.',
     example: '"default";q=600;w=60',
+    pattern: '^"[a-z-]+";q=\\d+;w=\\d+$',
     required: false,
   },
   rateLimit: {
     type: 'string',
     description:
-      'What is left of the budget (draft-10), e.g. `"default";r=599;t=42`: `r` requests remaining, `t` seconds until the window resets. Absent when rate limiting is off.',
+      'What is left of the budget (draft-ietf-httpapi-ratelimit-headers-10), an RFC 9651 structured-field List: each item is a policy\'s name, an sf-string matching an item of `RateLimit-Policy`, with the sf-integer parameters `r` (requests remaining in this window) and `t` (seconds until the window resets). This service sends one item, e.g. `"default";r=599;t=42`. Absent when rate limiting is off.',
     example: '"default";r=599;t=42',
+    pattern: '^"[a-z-]+";r=\\d+;t=\\d+$',
     required: false,
   },
   link: {
     type: 'string',
     description:
-      'RFC 8288 links. On listPets, `rel="next"` is present when more animals follow and carries the cursor (keeping `limit` and `status`).',
-    example: '</v1/pets?limit=20&cursor=eyJhZnRlciI6MjB9>; rel="next"',
+      'RFC 8288 links. On listPets, present only when more animals follow: one link, `<URI>; rel="next"`, whose URI is relative to the request (resolve it against the URL you called) and is the next page\'s request as it is: the same `limit` and `status`, and a `cursor`. Follow it, or pass its `cursor` query parameter with the same `limit` and `status`; never build a cursor. No link: this was the last page. The body stays a bare array.',
+    example: '</v1/pets?limit=20&status=available&cursor=eyJhZnRlciI6MjB9>; rel="next"',
+    pattern: '^<[^>]+>; rel="next"$',
     required: false,
   },
   location: {

@@ -102,7 +102,8 @@ export const ListPetsQuery = Type.Object(
         minLength: 1,
         maxLength: 64,
         description:
-          'Opaque position from the `Link: rel="next"` header of the previous page. Clients never build it; they follow the link.',
+          'Where the page starts: the `cursor` of the previous page\'s `Link: <…>; rel="next"` header (e.g. `</v1/pets?limit=20&cursor=eyJhZnRlciI6MjB9>; rel="next"` gives `eyJhZnRlciI6MjB9`), sent with the same `limit` and `status`. Opaque: never build one; following the link as it is sends it for you.',
+        examples: ['eyJhZnRlciI6MjB9'],
       }),
     ),
   },

@@ -18,7 +18,13 @@ import { clusterScrape } from '../observability/metrics.ts'
 import { listenForScrapes } from '../observability/metrics-server.ts'
 import { onOpenStore } from '../store/open.ts'
 import { startInstance } from './instance.ts'
-import { FIRST_KEY_FAILED, noticeUnprefixedKeys, offerFirstKey, startLine } from './prepare.ts'
+import {
+  FIRST_KEY_FAILED,
+  noticeUnknownSettings,
+  noticeUnprefixedKeys,
+  offerFirstKey,
+  startLine,
+} from './prepare.ts'
 import { prepareSchema, type SchemaNotice } from './schema.ts'
 import {
   DRAIN_MS,
@@ -79,6 +85,7 @@ async function runPrimary(config: Readonly<Config>, count: number): Promise<void
   const start = startLine(config, count)
   log.info(start.fields, start.message)
   noticeUnprefixedKeys(config, log)
+  noticeUnknownSettings(config, log)
   if (count > 1 && config.rateLimit > 0 && config.redis === undefined) {
     log.warn(
       { workers: count, rateLimit: config.rateLimit },

@@ -6,22 +6,96 @@ import type { Config } from '../config.ts'
 import { parseApiKey } from '../contract/api-key.ts'
 import { issueInitialKeyIfNone } from '../keys/issue.ts'
 import { environmentKeyId } from '../keys/verifier.ts'
+import { loggableEndpoint } from '../printable.ts'
+import type { StagingFaults } from '../staging/faults.ts'
 import { describeDatabase } from '../store/open.ts'
 import type { ApiKeyRepository } from '../store/store.ts'
+import { unknownSettingMessage } from '../unknown-settings.ts'
 
 /**
  * The one line a start logs before it listens: which store (engine and where, never a
- * password), how many processes, which environment. Under --workers the primary logs it.
+ * password), how many processes, which environment, then each setting that is on and changes
+ * what the service does, so that a start with it and one without never look alike. Under
+ * --workers the primary logs it.
  */
 export function startLine(
-  config: Pick<Config, 'database' | 'env'>,
+  config: Pick<
+    Config,
+    'database' | 'env' | 'stagingFaults' | 'tracing' | 'probes' | 'migrate' | 'rateLimit'
+  >,
   workers: number,
 ): { fields: Record<string, string | number>; message: string } {
   const database = describeDatabase(config.database)
   const processes = workers === 1 ? '1 process' : `${workers} worker processes`
+  const on = settingsOn(config)
   return {
-    fields: { ...database.fields, workers, environment: config.env },
-    message: `starting: ${database.text}; ${processes}; ${config.env}`,
+    fields: {
+      ...database.fields,
+      workers,
+      environment: config.env,
+      ...Object.fromEntries(on.map(({ field, value }) => [field, value])),
+    },
+    message: [
+      `starting: ${database.text}`,
+      processes,
+      config.env,
+      ...on.map(({ text }) => text),
+    ].join('; '),
+  }
+}
+
+interface SettingOn {
+  field: string
+  value: string | number
+  text: string
+}
+
+/** The settings that are on and change behaviour, in the start line's order. */
+function settingsOn(
+  config: Pick<Config, 'stagingFaults' | 'tracing' | 'probes' | 'migrate' | 'rateLimit'>,
+): SettingOn[] {
+  const on: SettingOn[] = []
+  const { stagingFaults, tracing, probes } = config
+  if (stagingFaults !== undefined) {
+    const value = describeFaults(stagingFaults)
+    on.push({ field: 'stagingFaults', value, text: `staging faults ${value}` })
+  }
+  if (tracing !== undefined) {
+    const ratio = tracing.sampler.endsWith('traceidratio') ? ` ${tracing.samplerRatio}` : ''
+    const value = loggableEndpoint(tracing.endpoint)
+    on.push({ field: 'tracing', value, text: `tracing to ${value} (${tracing.sampler}${ratio})` })
+  }
+  if (probes !== undefined) {
+    const value = `${probes.host}:${probes.port}`
+    on.push({ field: 'probes', value, text: `probes on ${value} (PROBE_PORT)` })
+  }
+  if (config.migrate === 'off') {
+    on.push({ field: 'migrate', value: 'off', text: 'migrations off (PETSTORE_MIGRATE=off)' })
+  }
+  if (config.rateLimit === 0) {
+    on.push({ field: 'rateLimit', value: 0, text: 'rate limit off (PETSTORE_RATE_LIMIT=0)' })
+  }
+  return on
+}
+
+/** PETSTORE_STAGING_FAULTS as it is written, from what was parsed. */
+function describeFaults(faults: StagingFaults): string {
+  const answers = faults.answers.map(({ status, rate }) => `${status}:${rate}`)
+  const delay =
+    faults.delay === undefined ? [] : [`delay:${faults.delay.ms}ms:${faults.delay.rate}`]
+  return [...answers, ...delay].join(',')
+}
+
+/** D9: each variable of ours that is set and not read, once per start, with its nearest name. */
+export function noticeUnknownSettings(
+  config: Pick<Config, 'unknownSettings'>,
+  log: Pick<BaseLogger, 'warn'>,
+): void {
+  for (const setting of config.unknownSettings) {
+    log.warn(
+      { variable: setting.name, ...(setting.suggestion ? { suggestion: setting.suggestion } : {}) },
+      unknownSettingMessage(setting),
+    )
   }
 }
 

@@ -2,7 +2,7 @@
 // `serve --workers N` runs the same instance in N cluster workers instead (cluster.ts).
 import type { Config } from '../config.ts'
 import { startInstance } from './instance.ts'
-import { noticeUnprefixedKeys, startLine } from './prepare.ts'
+import { noticeUnknownSettings, noticeUnprefixedKeys, startLine } from './prepare.ts'
 import {
   drainAndExit,
   dropWritesToGonePipes,
@@ -41,5 +41,6 @@ export async function serve(config: Readonly<Config>): Promise<void> {
   const start = startLine(config, 1)
   log.info(start.fields, start.message)
   noticeUnprefixedKeys(config, log)
+  noticeUnknownSettings(config, log)
   await instance.listen()
 }

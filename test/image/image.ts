@@ -9,18 +9,18 @@
 // made with `exec … petstore keys create`, create/list/get over HTTP, SIGTERM with creates in
 // flight (exit 0, every 201 kept), a new container on the same volume, the non-root user, the
 // read-only root, the HEALTHCHECK, the probe listener, `--init`, and a bad DATABASE_URL. Last,
-// the SQLite variant of deploy/kubernetes as a pod of `podman kube play` (kube-play.ts says what
-// it changes): the probe port, a key made with exec, a pet created and read, a drained stop.
+// deploy/kubernetes/README.md's `podman kube play` steps, run as written (kube-play.ts): the
+// probe port, a key made with exec, a pet created and read, the metrics, a drained stop.
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { freePort } from '../helpers/free-port.ts'
 import { podmanArgs, ROOT, readmeContainerCommands } from './commands.ts'
-import { sqlitePod } from './kube-play.ts'
-import { kubePlayEnv, podman, podmanOk, run } from './podman.ts'
+import { KUBE_PLAY, kubectlDiffers, kubePlaySteps, runSteps, stepsFolder } from './kube-play.ts'
+import { podman, podmanOk, run } from './podman.ts'
 import { NODE_VERSION, standIn } from './stand-in.ts'
 
 const REQUIRED = process.env.PETSTORE_REQUIRE_PODMAN === '1'
@@ -43,9 +43,6 @@ const id = randomBytes(4).toString('hex')
 const TAG = `localhost/petstore-image-test:${id}`
 const CONTAINER = `petstore-image-test-${id}`
 const VOLUME = `petstore-image-test-${id}-data`
-/** The Kubernetes pod's name and its volume (for the claim). */
-const KUBE_POD = `petstore-kube-test-${id}`
-const KUBE_VOLUME = `petstore-kube-test-${id}-data`
 /** The proxy's CA, where the host reaches the registry through one (carried as a build secret). */
 const CA = process.env.NODE_EXTRA_CA_CERTS
 
@@ -128,8 +125,9 @@ describe('the container image (D22)', { skip }, () => {
   let key = ''
   let base = ''
   const acknowledged: number[] = []
-  /** The folder of the pod's YAML and podman's settings for it, once the kube test made it. */
+  /** The folder the README's kube play steps ran in, and their environment, once made. */
   let kubeFolder: string | undefined
+  let kubeEnv: NodeJS.ProcessEnv | undefined
 
   before(async () => {
     port = await freePort()
@@ -143,10 +141,15 @@ describe('the container image (D22)', { skip }, () => {
     await podman(['rm', '--force', '--time', '0', `${CONTAINER}-init`])
     await podman(['volume', 'rm', '--force', VOLUME])
     if (kubeFolder !== undefined) {
-      await podman(['kube', 'down', join(kubeFolder, 'pod.yaml')])
+      // What the steps make, whatever step failed: the pod, its volume, the secret, the tag.
+      await run('sh', ['-c', `cd '${kubeFolder}' && podman kube down petstore-podman.yaml`], {
+        env: kubeEnv,
+      })
       rmSync(kubeFolder, { recursive: true, force: true })
+      await podman(['volume', 'rm', '--force', KUBE_PLAY.volume])
+      await podman(['secret', 'rm', KUBE_PLAY.secret])
+      await podman(['rmi', `petstore:${VERSION}`])
     }
-    await podman(['volume', 'rm', '--force', KUBE_VOLUME])
     await podman(['rmi', '--force', TAG])
   })
 
@@ -336,75 +339,82 @@ describe('the container image (D22)', { skip }, () => {
     assert.equal(lines.length, 1, result.stderr)
     assert.match(lines[0] ?? '', /DATABASE_URL/)
   })
-  it('runs the SQLite variant of deploy/kubernetes with podman kube play: probes, a key, a pet', async () => {
-    const [apiPort, probePort, metricsPort] = [await freePort(), await freePort(), await freePort()]
-    const play = sqlitePod({
-      name: KUBE_POD,
-      image: TAG,
-      volume: KUBE_VOLUME,
-      apiPort,
-      probePort,
-      metricsPort,
-    })
+  it("runs the Kubernetes README's podman kube play steps as written: probes, a key, a pet, a drained stop", async () => {
+    const steps = kubePlaySteps()
+    // Where kubectl renders the step's overlay, it renders what kustomize.ts (and npm test) do.
+    assert.deepEqual((await kubectlDiffers()) ?? [], [])
+    await refuseIfTaken()
+    // The steps' image: the one this run built, under the name the manifests give it.
+    await podmanOk(['tag', TAG, `petstore:${VERSION}`])
     kubeFolder = mkdtempSync(join(tmpdir(), 'petstore-kube-test-'))
-    const yaml = join(kubeFolder, 'pod.yaml')
-    writeFileSync(yaml, play.yaml)
-    await podmanOk(['volume', 'create', KUBE_VOLUME])
-    await podmanOk(['kube', 'play', yaml], 120_000, kubePlayEnv(kubeFolder))
-    // The probes as kubelet asks them, on the probe port.
-    const probes = `http://127.0.0.1:${probePort}`
-    const deadline = Date.now() + 60_000
-    for (;;) {
-      const answers = await Promise.all(
-        ['/healthz', '/readyz'].map((path) =>
-          fetch(`${probes}${path}`).then(
-            async (response) => {
-              await response.body?.cancel()
-              return response.status
-            },
-            () => 0,
-          ),
-        ),
-      )
-      if (answers.every((status) => status === 200)) break
-      if (Date.now() > deadline) {
-        const logs = await podman(['logs', play.container])
-        throw new Error(`probes ${answers.join(', ')} after 60 s:\n${logs.stdout}${logs.stderr}`)
-      }
-      await new Promise((resolve) => setTimeout(resolve, 200))
+    const podmanPath = (await run('sh', ['-c', 'command -v podman'])).stdout.trim()
+    kubeEnv = await stepsFolder(kubeFolder, podmanPath)
+    // This host refuses podman's default limits, as the README says some do: its block first.
+    const started = await runSteps(`${steps.limits}\n${steps.start}`, kubeFolder, kubeEnv)
+    assert.equal(started.code, 0, `${started.stdout}\n${started.stderr}`)
+    const kubeKey = /petstore_live_[0-9A-Za-z]+/.exec(started.stdout)?.[0] ?? ''
+    assert.ok(kubeKey, started.stdout)
+    const container = (
+      await podmanOk(['ps', '-q', '--no-trunc', '--filter', `label=${KUBE_PLAY.label}`])
+    ).trim()
+    assert.match(container, /^[0-9a-f]+$/, 'one container with the label')
+    for (const path of ['/healthz', '/readyz']) {
+      assert.equal((await fetch(`${KUBE_PLAY.probes}${path}`)).status, 200, path)
     }
     // The manifest's security context, as podman applied it.
-    assert.equal((await podmanOk(['exec', play.container, 'id', '-u'])).trim(), '1000')
-    const write = await podman(['exec', play.container, 'sh', '-c', 'touch /app/x'])
+    assert.equal((await podmanOk(['exec', container, 'id', '-u'])).trim(), '1000')
+    const write = await podman(['exec', container, 'sh', '-c', 'touch /app/x'])
     assert.notEqual(write.code, 0, 'the root file system is read-only')
-    const made = await podmanOk([
-      'exec',
-      play.container,
-      'petstore',
-      'keys',
-      'create',
-      '--name',
-      'kube',
-    ])
-    const kubeKey = /petstore_live_[0-9A-Za-z]+/.exec(made)?.[0] ?? ''
-    assert.ok(kubeKey, made)
-    const api = `http://127.0.0.1:${apiPort}`
-    const created = await createPet(api, kubeKey, 'Kube')
+    const created = await createPet(KUBE_PLAY.api, kubeKey, 'Kube')
     assert.equal(created.status, 201)
     const pet = (await created.json()) as { id: number; name: string }
-    const got = await fetch(`${api}/v1/pets/${pet.id}`, {
+    const got = await fetch(`${KUBE_PLAY.api}/v1/pets/${pet.id}`, {
       headers: { authorization: `Bearer ${kubeKey}` },
     })
     assert.equal(got.status, 200)
     assert.equal(((await got.json()) as { name: string }).name, 'Kube')
     // METRICS_HOST=0.0.0.0: /metrics on the pod's address, for Prometheus.
-    const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+    const metrics = await fetch(`${KUBE_PLAY.metrics}/metrics`)
     assert.equal(metrics.status, 200)
     assert.match(await metrics.text(), /^petstore_pets_created_total 1$/m)
-    // A stop within the manifest's grace period drains and exits 0 (D11); then kube down.
-    await podmanOk(['pod', 'stop', '--time', String(play.graceSeconds), KUBE_POD], 60_000)
-    assert.equal((await state(play.container)).exitCode, 0)
-    await podmanOk(['kube', 'down', yaml], 60_000)
-    assert.notEqual((await podman(['pod', 'exists', KUBE_POD])).code, 0, 'the pod is gone')
+    // The stop block: the pod drained (exit 0, D11), then gone with its volume.
+    const pod = (await podmanOk(['inspect', container, '--format', '{{.Pod}}'])).trim()
+    const stopped = await runSteps(`${steps.limits}\n${steps.stop}`, kubeFolder, kubeEnv)
+    assert.equal(stopped.code, 0, `${stopped.stdout}\n${stopped.stderr}`)
+    assert.notEqual((await podman(['pod', 'exists', pod])).code, 0, 'the pod is gone')
+    assert.notEqual((await podman(['volume', 'exists', KUBE_PLAY.volume])).code, 0)
+    // The stop block's first line drained it: its only death, exit 0 (kube down alone kills).
+    const events = await podmanOk([
+      'events',
+      '--stream=false',
+      '--filter',
+      `container=${container}`,
+      '--filter',
+      'event=died',
+      '--format',
+      'json',
+    ])
+    const exits = events
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      // podman leaves an exit code of 0 out of the event's JSON (Go's omitempty).
+      .map((line) => (JSON.parse(line) as { ContainerExitCode?: number }).ContainerExitCode ?? 0)
+    assert.deepEqual(exits, [0], events)
   })
 })
+
+/**
+ * The steps use fixed names and ports (the podman overlay's): a pod or a port left by another
+ * run, or a service on them, is said at once rather than met as podman's error.
+ */
+async function refuseIfTaken(): Promise<void> {
+  const pods = await podmanOk(['ps', '-a', '-q', '--filter', `label=${KUBE_PLAY.label}`])
+  if (pods.trim() !== '') throw new Error(`a container labelled ${KUBE_PLAY.label} exists already`)
+  for (const url of [KUBE_PLAY.api, KUBE_PLAY.probes, KUBE_PLAY.metrics]) {
+    const answered = await fetch(url).then(
+      () => true,
+      () => false,
+    )
+    if (answered) throw new Error(`${url} is taken: the podman overlay's ports must be free`)
+  }
+}

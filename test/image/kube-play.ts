@@ -1,101 +1,106 @@
-// The SQLite variant's pod (deploy/kubernetes/overlays/sqlite) as `podman kube play` runs it:
-// the Deployment's pod template, as the overlay renders it (kustomize.ts), made a Pod. What
-// changes, and why:
-//
-// - kind Pod rather than Deployment: podman runs the pods of a Deployment too, but names them
-//   itself, and this test needs the pod's and container's names for `exec` and `kube down`;
-// - the image: the one this run built (the manifests name `petstore:<version>`);
-// - a `hostPort` of this run's on 127.0.0.1 for each port: Kubernetes reaches the pod's address,
-//   podman publishes each container port on the host, by default at the same number on every
-//   address (9464 would be open to the network, and taken by any other run);
-// - the PersistentVolumeClaim's volume: podman takes its `claimName` as the name of a podman
-//   volume, so this run's volume is named instead, made before the pod starts;
-// - the variables and the volume from the Secret: the overlay's Secret holds no key (its
-//   PETSTORE_API_KEYS is empty), and podman looks such a reference up among its own secrets,
-//   failing where Kubernetes would find the Secret; so they are left out, with the volume's mount
-//   and PETSTORE_API_KEYS_FILE, which names a file in it.
-//
-// Everything else is the manifest's: the security contexts, the read-only root, the memory
-// limit, /tmp on an emptyDir, the environment, the probes. Podman 4 makes the liveness probe a
-// health check that runs `curl` (not in the image) on a port it cannot resolve from a name, and
-// ignores the other probes, preStop and the grace period: the test asks the probe port itself,
-// and stops the pod with a timeout of the manifest's grace period.
+// deploy/kubernetes/README.md's "Without a cluster" steps for `podman kube play`, as a user runs
+// them: its three `sh` blocks (start, stop, and the lower limits a host like this one needs),
+// each run as written by `sh -e` in a folder of the run's own, where `deploy` is the clone's.
+// What this host adds goes around the commands, never into them: a `podman` first on PATH that
+// passes podman's storage and runtime options (podman.ts), and, where kubectl is not installed,
+// a `kubectl kustomize` that renders with kustomize.ts (where kubectl is there,
+// kubectlDiffers holds the two equal).
+import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { stringify } from 'yaml'
-import { containersOf, KUBERNETES, type Manifest, render } from './kustomize.ts'
+import { isDeepStrictEqual } from 'node:util'
+import { ROOT } from './commands.ts'
+import { KUBERNETES, parseYaml, render } from './kustomize.ts'
+import { GLOBAL, type Result, run } from './podman.ts'
 
-export interface KubePlay {
-  /** The YAML podman reads. */
-  yaml: string
-  /** The container's name for `podman exec`: `<pod>-<container>`. */
-  container: string
-  /** terminationGracePeriodSeconds: how long a stop may take. */
-  graceSeconds: number
+export interface KubePlaySteps {
+  start: string
+  stop: string
+  /** The lower default limits for `kube play`, for a host that refuses podman's own. */
+  limits: string
 }
 
-interface Port {
-  name?: string
-  containerPort: number
-  hostPort?: number
-  hostIP?: string
+/** The three `sh` blocks of the README's "Without a cluster", in the order the page has them. */
+export function kubePlaySteps(
+  page = readFileSync(join(ROOT, 'deploy', 'kubernetes', 'README.md'), 'utf8'),
+): KubePlaySteps {
+  const section = /\n## Without a cluster\n([\s\S]*?)\n## /.exec(page)?.[1] ?? ''
+  const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1] ?? '')
+  const [start, stop, limits] = blocks
+  if (blocks.length !== 3 || start === undefined || stop === undefined || limits === undefined) {
+    throw new Error(`"Without a cluster" has ${blocks.length} sh blocks, not 3`)
+  }
+  return { start, stop, limits }
 }
 
-export function sqlitePod(options: {
-  name: string
-  image: string
-  volume: string
-  apiPort: number
-  probePort: number
-  metricsPort: number
-}): KubePlay {
-  const manifests = render(join(KUBERNETES, 'overlays', 'sqlite'))
-  const deployment = manifests.find((m) => m.kind === 'Deployment') as Manifest
-  const template = (deployment.spec as { template: { metadata: object; spec: PodSpec } }).template
-  const spec = structuredClone(template.spec)
-  const [container] = containersOf({ ...deployment, spec: { template: { spec } } })
-  if (container === undefined) throw new Error('the Deployment has no container')
-  container.image = options.image
-  const hostPorts: Record<string, number> = {
-    http: options.apiPort,
-    probes: options.probePort,
-    metrics: options.metricsPort,
+/** The names and ports the steps use, fixed by the podman overlay. */
+export const KUBE_PLAY = {
+  volume: 'petstore-data',
+  secret: 'petstore',
+  api: 'http://127.0.0.1:18080',
+  probes: 'http://127.0.0.1:18081',
+  metrics: 'http://127.0.0.1:19464',
+  label: 'app.kubernetes.io/name=petstore',
+} as const
+
+/**
+ * A folder to run the steps in: `deploy` links to the clone's, and `bin` (first on the PATH the
+ * steps get) holds this host's podman and, when kubectl is missing, a stand-in for it.
+ */
+export async function stepsFolder(folder: string, podmanPath: string): Promise<NodeJS.ProcessEnv> {
+  symlinkSync(join(ROOT, 'deploy'), join(folder, 'deploy'))
+  const bin = join(folder, 'bin')
+  mkdirSync(bin)
+  script(join(bin, 'podman'), `exec '${podmanPath}' ${GLOBAL.join(' ')} "$@"`)
+  if ((await run('sh', ['-c', 'command -v kubectl'])).code !== 0) {
+    const renderer = join(folder, 'kustomize.yaml.ts')
+    writeFileSync(
+      renderer,
+      [
+        `import { stringify } from '${import.meta.resolve('yaml')}'`,
+        `import { render } from '${new URL('./kustomize.ts', import.meta.url).href}'`,
+        "if (process.argv[2] !== 'kustomize') throw new Error('only kubectl kustomize DIR')",
+        "process.stdout.write(render(process.argv[3]).map((m) => stringify(m)).join('---\\n'))",
+      ].join('\n'),
+    )
+    script(join(bin, 'kubectl'), `exec '${process.execPath}' '${renderer}' "$@"`)
   }
-  container.ports = (container.ports as Port[]).map((port) => {
-    const hostPort = hostPorts[port.name ?? '']
-    if (hostPort === undefined) throw new Error(`no host port for the port ${port.name}`)
-    return { ...port, hostPort, hostIP: '127.0.0.1' }
-  })
-  container.env = (
-    container.env as { name: string; valueFrom?: { secretKeyRef?: unknown } }[]
-  ).filter(
-    (variable) =>
-      variable.valueFrom?.secretKeyRef === undefined && variable.name !== 'PETSTORE_API_KEYS_FILE',
-  )
-  const secrets = new Set(spec.volumes.filter((v) => v.secret !== undefined).map((v) => v.name))
-  spec.volumes = spec.volumes.filter((volume) => !secrets.has(volume.name))
-  container.volumeMounts = (container.volumeMounts as { name: string }[]).filter(
-    (mount) => !secrets.has(mount.name),
-  )
-  for (const volume of spec.volumes) {
-    if (volume.persistentVolumeClaim !== undefined) {
-      volume.persistentVolumeClaim = { claimName: options.volume }
-    }
-  }
-  const pod = {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { ...template.metadata, name: options.name },
-    spec,
-  }
-  return {
-    yaml: stringify(pod),
-    container: `${options.name}-${String(container.name)}`,
-    graceSeconds: spec.terminationGracePeriodSeconds ?? 30,
-  }
+  return { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` }
 }
 
-interface PodSpec {
-  terminationGracePeriodSeconds?: number
-  containers: Record<string, unknown>[]
-  volumes: { name: string; persistentVolumeClaim?: { claimName: string }; secret?: unknown }[]
+function script(path: string, line: string): void {
+  writeFileSync(path, `#!/bin/sh\n${line}\n`)
+  chmodSync(path, 0o755)
+}
+
+/** One block, as written, by `sh -e` in the folder. */
+export function runSteps(
+  block: string,
+  folder: string,
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 180_000,
+): Promise<Result> {
+  return run('sh', ['-e', '-c', `cd '${folder}'\n${block}`], { env, timeoutMs })
+}
+
+/**
+ * The overlays kubectl renders otherwise than kustomize.ts (compared as sets of objects);
+ * undefined where kubectl is not installed.
+ */
+export async function kubectlDiffers(): Promise<string[] | undefined> {
+  if ((await run('sh', ['-c', 'command -v kubectl'])).code !== 0) return undefined
+  const differ: string[] = []
+  for (const overlay of ['postgres', 'sqlite', 'podman']) {
+    const folder = join(KUBERNETES, 'overlays', overlay)
+    const theirs = await run('kubectl', ['kustomize', folder])
+    const byName = (manifests: unknown[]) =>
+      Object.fromEntries(
+        manifests.map((m) => {
+          const { kind, metadata } = m as { kind: string; metadata: { name: string } }
+          return [`${kind}/${metadata.name}`, m]
+        }),
+      )
+    const same = isDeepStrictEqual(byName(render(folder)), byName(parseYaml(theirs.stdout, folder)))
+    if (theirs.code !== 0 || !same) differ.push(overlay)
+  }
+  return differ
 }

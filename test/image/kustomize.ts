@@ -1,12 +1,14 @@
 // deploy/kubernetes/'s kustomizations rendered as `kubectl apply -k` renders them, for the
 // parts of kustomize they use: `resources` (files, and folders holding a kustomization), JSON
-// patches (`patches` with a `target` and a list of operations, RFC 6902) and `images`. Anything
+// patches (`patches` with a `target` and a list of operations, RFC 6902: add, replace, remove and
+// test) and `images`. Anything
 // else in a kustomization is refused by name rather than left out, so a field added there fails
 // here until this file applies it too. No kubectl or kustomize binary is needed:
 // test/kubernetes.test.ts checks the result in `npm test`, and test/image/image.ts runs the
 // SQLite variant's pod with podman.
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import { isDeepStrictEqual } from 'node:util'
 import { parseAllDocuments } from 'yaml'
 import { ROOT } from './commands.ts'
 
@@ -29,7 +31,7 @@ export interface ImageOverride {
 }
 
 interface PatchOperation {
-  op: 'add' | 'replace' | 'remove'
+  op: 'add' | 'replace' | 'remove' | 'test'
   path: string
   value?: unknown
 }
@@ -143,12 +145,22 @@ function applyPatch(manifests: Manifest[], entry: unknown, folder: string, where
   }
 }
 
-/** One RFC 6902 operation (add, replace, remove), in place; a path that is not there throws. */
+/**
+ * One RFC 6902 operation (add, replace, remove, test), in place; a path that is not there
+ * throws, and so does a `test` whose value differs (kustomize stops there too).
+ */
 export function applyOperation(document: unknown, operation: unknown, where: string): void {
   if (!isRecord(operation) || typeof operation.path !== 'string') {
     throw new Error(`${where}: not an operation`)
   }
   const { op, path, value } = operation as unknown as PatchOperation
+  if (op === 'test') {
+    const found = valueAt(document, path, where)
+    if (!isDeepStrictEqual(found, value)) {
+      throw new Error(`${where}: test of ${path} failed: ${JSON.stringify(found)}`)
+    }
+    return
+  }
   if (op !== 'add' && op !== 'replace' && op !== 'remove') {
     throw new Error(`${where}: op ${String(op)} is not applied here`)
   }
@@ -180,6 +192,21 @@ export function applyOperation(document: unknown, operation: unknown, where: str
   } else {
     throw new Error(`${where}: ${path} — its parent is not a mapping or a list`)
   }
+}
+
+/** The value a JSON pointer names; a path that is not there throws. */
+function valueAt(document: unknown, path: string, where: string): unknown {
+  let value: unknown = document
+  for (const raw of path.split('/').slice(1)) {
+    const step = raw.replaceAll('~1', '/').replaceAll('~0', '~')
+    value = Array.isArray(value)
+      ? value[index(value, step, where, false)]
+      : isRecord(value)
+        ? value[step]
+        : undefined
+    if (value === undefined) throw new Error(`${where}: ${path} — no ${step}`)
+  }
+  return value
 }
 
 function index(list: unknown[], step: string, where: string, end: boolean): number {

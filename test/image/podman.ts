@@ -3,11 +3,16 @@
 // commands are written for `docker`; commands.ts turns one into the same command for podman
 // here, adding only what this host needs.
 import { execFile } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
-import { join } from 'node:path'
 
 /** Options every podman command needs on this host (crun fails on its cgroups). */
-const GLOBAL = ['--storage-driver', 'vfs', '--runtime', 'runc', '--cgroup-manager', 'cgroupfs']
+export const GLOBAL = [
+  '--storage-driver',
+  'vfs',
+  '--runtime',
+  'runc',
+  '--cgroup-manager',
+  'cgroupfs',
+]
 
 export interface Result {
   code: number
@@ -55,16 +60,4 @@ export async function podmanOk(
     throw new Error(`podman ${args.join(' ')} exited ${result.code}:\n${result.stderr}`)
   }
   return result.stdout
-}
-
-/**
- * The environment for `podman kube play`, which takes no `--ulimit`: the host refuses podman's
- * default limits (commands.ts gives `run` its own), so the same limits go in a containers.conf
- * written to `folder`, named by CONTAINERS_CONF (podman reads it instead of the system's, and
- * its built-in defaults fill in the rest).
- */
-export function kubePlayEnv(folder: string): NodeJS.ProcessEnv {
-  const file = join(folder, 'containers.conf')
-  writeFileSync(file, '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]\n')
-  return { ...process.env, CONTAINERS_CONF: file }
 }

@@ -22,6 +22,7 @@ import {
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace'
 import type { TracingConfig } from '../../config.ts'
+import { loggableEndpoint } from '../../printable.ts'
 import { redactQuery, redactUrl } from '../logging.ts'
 import type { TracingLog } from './installed.ts'
 
@@ -30,16 +31,6 @@ export const MAX_QUEUE_SIZE = 2048
 
 /** The attributes that carry a URL or part of one (HTTP semantic conventions). */
 const URL_ATTRIBUTES = ['url.path', 'url.query', 'url.full'] as const
-
-/**
- * The collector's endpoint as it is logged: origin and path. Its user, password and query, where
- * a collector's credentials go (`https://user:token@host/v1/traces?api-key=…`), stay with the
- * exporter, which reads the endpoint from the environment itself (issue 46).
- */
-export function loggableEndpoint(endpoint: string): string {
-  const url = new URL(endpoint)
-  return `${url.origin}${url.pathname}`
-}
 
 /** Redacts credentials from URL attributes, as the log does (observability/logging.ts). */
 export function redactUrlAttributes(attributes: Attributes): Attributes {

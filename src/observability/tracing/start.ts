@@ -29,9 +29,10 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace'
 import { type Config, configDefaults, type TracingConfig } from '../../config.ts'
+import { loggableEndpoint } from '../../printable.ts'
 import { followingTrustedPeers, TrustedPeerPropagator, trustedPeers } from './caller-context.ts'
 import { installTracing, type Tracing } from './installed.ts'
-import { exportPipeline, loggableEndpoint } from './pipeline.ts'
+import { exportPipeline } from './pipeline.ts'
 import { tracedSqliteStore } from './sqlite-spans.ts'
 
 /** Shutdown waits this long at most for the last spans to leave (within D11's drain). */
