@@ -8,6 +8,7 @@ import { errorRatio, OBJECTIVE } from './rules.ts'
 import { API_ROUTES, BUDGET_PERIOD, OBJECTIVES, SELECTOR } from './settings.ts'
 
 /** The Prometheus data source, chosen in the dashboard's variable. */
+// biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's variable syntax, not a template.
 const DATASOURCE: DataSourceRef = { type: 'prometheus', uid: '${datasource}' }
 /** The service's series on the instances picked in the dashboard. */
 const SERIES = `${SELECTOR},instance=~"$instance"`
