@@ -59,7 +59,10 @@ export interface Metrics {
   request(method: string, route: string, status: number, seconds: number): void
   /** Load shedding's running count (plugins/load-shedding.ts), read at each scrape. */
   loadShedFrom(count: () => number): void
-  /** Whether the process would answer /readyz 200 now (routes/health.ts), asked at each scrape. */
+  /**
+   * Whether the process would answer /readyz 200 now (routes/health.ts), asked at each scrape;
+   * once, after the store is observed.
+   */
   readinessFrom(ready: () => Promise<boolean>): void
   /** A createPet answered from its Idempotency-Key's record (D14). */
   replayed(): void
@@ -145,17 +148,6 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registers,
   })
   let shedCount = () => 0
-  let ready = () => Promise.resolve(true)
-  new Gauge({
-    name: 'petstore_ready',
-    help: '1 when the process would answer /readyz 200 (the database answers, it is not draining), 0 when 503; checked at each scrape.',
-    // Across cluster workers: 0 if any worker is not ready.
-    aggregator: 'min',
-    registers,
-    async collect() {
-      this.set((await ready()) ? 1 : 0)
-    },
-  })
   const unavailable = new Gauge({
     name: 'petstore_store_unavailable',
     help: '1 while the database fails (unreachable, locked past its wait, full, read-only, I/O errors) and requests that need it are answered 503; 0 once it works again.',
@@ -230,8 +222,19 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     loadShedFrom(count) {
       shedCount = count
     },
-    readinessFrom(check) {
-      ready = check
+    readinessFrom(ready) {
+      // Registered last, after the store's pool gauges: a scrape reads the pool before this
+      // check's ping takes a connection from it (or waits for one to open).
+      new Gauge({
+        name: 'petstore_ready',
+        help: '1 when the process would answer /readyz 200 (the database answers, it is not draining), 0 when 503; checked at each scrape.',
+        // Across cluster workers: 0 if any worker is not ready.
+        aggregator: 'min',
+        registers,
+        async collect() {
+          this.set((await ready()) ? 1 : 0)
+        },
+      })
     },
   }
 }

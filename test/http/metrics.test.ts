@@ -45,7 +45,6 @@ describe('GET /metrics on the metrics listener (D17)', () => {
       ['petstore_rate_limited_total', 'counter'],
       ['petstore_rate_limit_fail_open', 'gauge'],
       ['petstore_load_shed_total', 'counter'],
-      ['petstore_ready', 'gauge'],
       ['petstore_store_unavailable', 'gauge'],
       ['petstore_memory_limit_bytes', 'gauge'],
       ['petstore_heap_size_limit_bytes', 'gauge'],
