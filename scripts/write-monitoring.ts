@@ -1,4 +1,4 @@
-// Writes the alerts and the dashboard (D31) from scripts/monitoring/: the rule file and the
+// Writes the alerts and the dashboard (D30) from scripts/monitoring/: the rule file and the
 // dashboard under deploy/monitoring/, and the Kubernetes component's PrometheusRule and dashboard
 // ConfigMap. Never edit those by hand: change scripts/monitoring/settings.ts (objectives,
 // thresholds, the job) and run this; test/monitoring.test.ts fails on drift.

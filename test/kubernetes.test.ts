@@ -3,7 +3,7 @@
 // them held against the image, the configuration and the docs: the probe port and paths, a grace
 // period longer than the drain, the read-only non-root container, the Secret's keys, the ports
 // the NetworkPolicy opens, one pod and a volume on SQLite, the migration Job on PostgreSQL. The
-// monitoring component (D31) on each: its PrometheusRule and PodMonitor checked against the
+// monitoring component (D30) on each: its PrometheusRule and PodMonitor checked against the
 // Prometheus Operator's schemas (@kubernetes-models/prometheus-operator).
 // Nothing is started; `npm run test:image` runs the SQLite variant's pod with podman.
 import assert from 'node:assert/strict'
@@ -653,7 +653,7 @@ describe('test/image/kustomize.ts renders as kustomize does', () => {
   })
 })
 
-describe('deploy/kubernetes/components/monitoring on each overlay (D31)', () => {
+describe('deploy/kubernetes/components/monitoring on each overlay (D30)', () => {
   const component = join(ROOT, COMPONENT)
   const variants = {
     postgres: {

@@ -1,4 +1,4 @@
-// D31: the alerts and the dashboard of deploy/monitoring/, as an operator gets them. The files
+// D30: the alerts and the dashboard of deploy/monitoring/, as an operator gets them. The files
 // are what `npm run monitoring` writes (no drift); `promtool check rules` finds nothing wrong;
 // `promtool test rules` passes petstore.rules.test.yaml, which tests every alert as firing when
 // it should, and silent on a healthy series and on a blip; every runbook is a heading of
@@ -33,7 +33,7 @@ async function promtoolSays(...args: string[]): Promise<string> {
   return stdout + stderr
 }
 
-describe('deploy/monitoring: the rule file (D31)', () => {
+describe('deploy/monitoring: the rule file (D30)', () => {
   it('is what npm run monitoring writes, as are the dashboard and the Kubernetes component', () => {
     for (const [path, text] of monitoringFiles()) {
       assert.equal(
@@ -138,7 +138,7 @@ describe('deploy/monitoring: the rule file (D31)', () => {
   })
 })
 
-describe('deploy/monitoring: the dashboard (D31)', () => {
+describe('deploy/monitoring: the dashboard (D30)', () => {
   const dashboard = buildDashboard()
   const panels = dashboard.panels ?? []
   const written = JSON.parse(readFileSync(join(ROOT, DASHBOARD_FILE), 'utf8')) as typeof dashboard

@@ -1,4 +1,4 @@
-// The Grafana dashboard of deploy/monitoring/petstore.dashboard.json (D31), built on the types of
+// The Grafana dashboard of deploy/monitoring/petstore.dashboard.json (D30), built on the types of
 // Grafana's dashboard schema (@grafana/schema, generated from its CUE schema), so that a field
 // Grafana does not know fails the type-check. The rows: the objectives and their budgets, RED per
 // operation, saturation, limits, the store. Every query is one test/monitoring-prometheus.test.ts

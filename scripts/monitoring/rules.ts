@@ -1,4 +1,4 @@
-// The Prometheus rules of deploy/monitoring/petstore.rules.yaml (D31), built from settings.ts:
+// The Prometheus rules of deploy/monitoring/petstore.rules.yaml (D30), built from settings.ts:
 // recording rules for the SLIs over the SRE Workbook's windows, the SLO burn-rate alerts, and the
 // cause alerts for the failures docs/operations.md lists. `timeScale` divides every window and
 // `for` by a factor, for a rehearsal on a test or staging Prometheus (the same rules, faster:

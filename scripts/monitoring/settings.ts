@@ -1,4 +1,4 @@
-// What an operator tunes in the alerts and the dashboard (D31), in one place: which targets are
+// What an operator tunes in the alerts and the dashboard (D30), in one place: which targets are
 // the service, the objectives, the thresholds of the cause alerts, where the runbooks are. Change
 // a value here and run `npm run monitoring`, which writes deploy/monitoring/ and the Kubernetes
 // component from it (docs/operations.md, Alerts).

@@ -1,4 +1,4 @@
-// Debian's Prometheus for the monitoring tests (D31): `promtool` to check and unit-test the rule
+// Debian's Prometheus for the monitoring tests (D30): `promtool` to check and unit-test the rule
 // file, and a private `prometheus` server on a free port, with its configuration and data in a
 // temp folder, scraping the targets a test gives it every second and evaluating its rules as
 // often. `.ci/run` installs the package; where it is absent the tests skip with one line, or fail
