@@ -180,3 +180,11 @@ describe('deploy/monitoring: the dashboard (D30)', () => {
     }
   })
 })
+
+describe('helpers/promql.ts reads the metric names of an expression', () => {
+  it('names, not functions, label names, keywords, numbers or ranges', () => {
+    const expr = `sum by (job, le) (rate(a_bucket{job="x",le="0.25"}[5m])) / on (slo) group_left () (1 - b:c:ratio{slo="y"}) > 1e3 and histogram_quantile(0.99, c_total offset 5m) or vector(0.5) unless d`
+    assert.deepEqual(metricNames(expr), ['a_bucket', 'b:c:ratio', 'c_total', 'd'])
+    assert.deepEqual(metricNames('rate(x{instance=~"$instance"}[$__rate_interval])'), ['x'])
+  })
+})
