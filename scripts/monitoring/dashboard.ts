@@ -39,12 +39,13 @@ interface RowSpec {
 }
 
 const q = (expr: string, legendFormat = ''): Query => ({ expr, legendFormat })
+const capitalised = (word: string) => word.charAt(0).toUpperCase() + word.slice(1)
 const rate = (metric: string, matchers = SERIES) => `rate(${metric}{${matchers}}[${RATE}])`
 
 function objectives(): PanelSpec[] {
   const stats = OBJECTIVES.flatMap(({ slo, objective }): PanelSpec[] => [
     {
-      title: `${slo}: over ${BUDGET_PERIOD} (objective ${objective * 100} %)`,
+      title: `${capitalised(slo)} over ${BUDGET_PERIOD} (objective ${objective * 100} %)`,
       description: `The share of the API's requests that were good over the budget period (bad: ${OBJECTIVES.find((o) => o.slo === slo)?.bad}).`,
       kind: 'stat',
       unit: 'percentunit',
@@ -52,7 +53,7 @@ function objectives(): PanelSpec[] {
       width: 6,
     },
     {
-      title: `${slo}: error budget left`,
+      title: `${capitalised(slo)}: error budget left`,
       description: `The part of the ${BUDGET_PERIOD} error budget not spent; below 0 the objective is missed.`,
       kind: 'stat',
       unit: 'percentunit',
@@ -229,23 +230,32 @@ function store(): PanelSpec[] {
           'replays {{instance}}',
         ),
       ],
-      width: 8,
+      width: 6,
     },
     {
-      title: 'Commit duration and batch size',
-      description: 'The slowest commits (p99) and the pets per commit (SQLite’s group commit).',
+      title: 'Commit duration (p99)',
+      description:
+        'The slowest commits: an fsync (SQLite) or a COMMIT (PostgreSQL) each create waits for.',
       unit: 's',
       queries: [
         q(
           `histogram_quantile(0.99, sum by (le, instance) (${rate('petstore_store_commit_duration_seconds_bucket')}))`,
           'p99 {{instance}}',
         ),
+      ],
+      width: 6,
+    },
+    {
+      title: 'Pets per commit',
+      description: 'Creates committed together (SQLite’s group commit; 1 on PostgreSQL).',
+      unit: 'short',
+      queries: [
         q(
           `sum by (instance) (${rate('petstore_store_commit_batch_size_sum')}) / sum by (instance) (${rate('petstore_store_commit_batch_size_count')})`,
-          'pets per commit {{instance}}',
+          '{{instance}}',
         ),
       ],
-      width: 8,
+      width: 6,
     },
     {
       title: 'Database and readiness',
@@ -257,7 +267,7 @@ function store(): PanelSpec[] {
         q(`petstore_ready{${SERIES}}`, 'ready {{instance}}'),
         q(`up{${SERIES}}`, 'up {{instance}}'),
       ],
-      width: 8,
+      width: 6,
     },
   ]
 }
