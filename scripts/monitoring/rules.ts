@@ -80,7 +80,8 @@ function scaleRanges(expr: string, timeScale: number): string {
 }
 
 const DURATION = 'http_server_request_duration_seconds'
-const API = `${SELECTOR},http_route=~"${API_ROUTES}"`
+/** The requests the objectives count: the API's, less the 429s (settings.ts says why). */
+const API = `${SELECTOR},http_route=~"${API_ROUTES}",http_response_status_code!="429"`
 
 /** The SLI's series: the share of bad requests over a window, labelled `slo`. */
 export const errorRatio = (window: string) => `petstore:slo_error_ratio:rate${window}`

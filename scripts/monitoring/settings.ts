@@ -34,10 +34,12 @@ export const LATENCY_THRESHOLD_SECONDS = '0.25'
 
 /**
  * Availability: answers of the API that are not 5xx. 503s from load shedding and from a failing
- * database count against it (the client got no answer it could use); 429s do not (the client
- * went past its own budget, and one client must not spend everyone's), nor do other 4xx.
- * Latency: answers that are not 5xx, finished within LATENCY_THRESHOLD_SECONDS (a 5xx is
- * availability's; a quick 503 must not make latency look better).
+ * database count against it (the client got no answer it could use). 429s count neither way:
+ * they are left out of the ratio, since a client past its own budget must not spend everyone's,
+ * nor, by flooding, dilute the errors others get until an outage no longer shows. Other 4xx are
+ * good answers (a 404 for an unknown pet is the right one).
+ * Latency: answers that are neither 5xx nor 429, finished within LATENCY_THRESHOLD_SECONDS (a 5xx
+ * is availability's; a quick 503 or 429 must not make latency look better).
  */
 export const OBJECTIVES: readonly Objective[] = [
   { slo: 'availability', objective: 0.999, bad: 'answered with a 5xx' },
