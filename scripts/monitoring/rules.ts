@@ -273,12 +273,14 @@ function causes(): Cause[] {
     },
     {
       alert: 'PetstoreFailedAuthenticationFlood',
-      expr: `sum by (job) (rate(petstore_api_key_lookups_total{${SELECTOR},result="unknown"}[5m])) > ${t.failedAuthenticationsPerSecond}\nor\nsum by (job) (rate(petstore_auth_failure_limited_total{${SELECTOR}}[5m])) > ${t.failedAuthenticationsPerSecond}`,
+      // 401s (a key refused, or none given; unknown keys of ours looked up in the store are among
+      // them), or 429s to addresses past their failed authentications.
+      expr: `sum by (job) (rate(${DURATION}_count{${SELECTOR},http_response_status_code="401"}[5m])) > ${t.failedAuthenticationsPerSecond}\nor\nsum by (job) (rate(petstore_auth_failure_limited_total{${SELECTOR}}[5m])) > ${t.failedAuthenticationsPerSecond}`,
       for: '10m',
       severity: 'warning',
-      summary: 'Petstore refuses many unknown API keys: someone is trying keys',
+      summary: 'Petstore refuses many API keys: someone is trying keys',
       description:
-        '{{ $labels.job }} has been looking up or refusing {{ $value | humanize }} unknown keys a second for 10 minutes (credential stuffing, or a client with a revoked key).',
+        '{{ $labels.job }} has refused {{ $value | humanize }} requests a second for 10 minutes for their key, or for their address past its failed authentications (credential stuffing, or a client with a revoked key).',
     },
     {
       alert: 'PetstoreLoadShedding',

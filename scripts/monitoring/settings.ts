@@ -75,7 +75,7 @@ export const THRESHOLDS = {
   eventLoopLagSeconds: 0.2,
   /** Resident memory over the container's limit, heap over V8's. */
   memoryShare: 0.9,
-  /** Failed authentications a second (unknown keys looked up, or 429s to addresses past their limit). */
+  /** Failed authentications a second (401s, or 429s to addresses past their limit). */
   failedAuthenticationsPerSecond: 1,
   /** Requests shed, as a share of all answered. */
   shedShare: 0.01,
