@@ -6,6 +6,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { parse } from 'yaml'
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url))
 
@@ -83,4 +84,25 @@ test('every relative link in the README and docs/ resolves to a file and an anch
   }
   assert.deepEqual(broken, [])
   assert.ok(checked >= 20, `only ${checked} relative links found: is the link pattern right?`)
+})
+
+test("every alert's runbook_url (deploy/monitoring/petstore.rules.yaml) is a heading of docs/operations.md", () => {
+  interface Rule {
+    alert?: string
+    annotations?: { runbook_url?: string }
+  }
+  const { groups } = parse(
+    readFileSync(join(ROOT, 'deploy', 'monitoring', 'petstore.rules.yaml'), 'utf8'),
+  ) as { groups: { rules: Rule[] }[] }
+  const alerts = groups.flatMap((group) => group.rules).filter((rule) => rule.alert !== undefined)
+  const operations = anchorsOf(readFileSync(join(ROOT, 'docs', 'operations.md'), 'utf8'))
+  const broken = alerts.filter((rule) => {
+    const [file, fragment = ''] = (rule.annotations?.runbook_url ?? '').split('#')
+    return file !== 'docs/operations.md' || !operations.has(fragment)
+  })
+  assert.deepEqual(
+    broken.map((rule) => `${rule.alert}: ${rule.annotations?.runbook_url}`),
+    [],
+  )
+  assert.ok(alerts.length >= 10, `only ${alerts.length} alerts found`)
 })

@@ -35,6 +35,8 @@ export const ENGINE_HTTP = [
 export const ISOLATED = [
   // Longest first (wall time, measured alone), so that no long file starts last and runs alone.
   'test/cli.test.ts',
+  // About 35 s, nearly all of it waiting on Prometheus' windows (9 s of CPU).
+  'test/monitoring-prometheus.test.ts',
   'test/scale/pgbouncer-outage.test.ts',
   'test/scale/outage.test.ts',
   'test/scale/fleet.test.ts',
@@ -67,6 +69,7 @@ export const ISOLATED = [
   'test/store/postgres-disk-full.test.ts',
   'test/store/postgres-grants.test.ts',
   'test/client/response.test.ts',
+  'test/monitoring.test.ts',
 ]
 export const POSTGRES_RUN = [...ENGINE_HTTP, ...POSTGRES_ONLY]
 /**

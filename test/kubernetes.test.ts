@@ -2,12 +2,22 @@
 // every object checked against Kubernetes' schemas (kubernetes-models), then what matters of
 // them held against the image, the configuration and the docs: the probe port and paths, a grace
 // period longer than the drain, the read-only non-root container, the Secret's keys, the ports
-// the NetworkPolicy opens, one pod and a volume on SQLite, the migration Job on PostgreSQL.
+// the NetworkPolicy opens, one pod and a volume on SQLite, the migration Job on PostgreSQL. The
+// monitoring component (D31) on each: its PrometheusRule and PodMonitor checked against the
+// Prometheus Operator's schemas (@kubernetes-models/prometheus-operator).
 // Nothing is started; `npm run test:image` runs the SQLite variant's pod with podman.
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { describe, it } from 'node:test'
+import type {
+  IPodMonitor,
+  IPrometheusRule,
+} from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1'
+import {
+  PodMonitor,
+  PrometheusRule,
+} from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1'
 import type { IDeployment } from 'kubernetes-models/apps/v1'
 import { Deployment } from 'kubernetes-models/apps/v1'
 import type { IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2'
@@ -19,6 +29,7 @@ import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1'
 import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1'
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1'
 import type {
+  IConfigMap,
   IContainer,
   IPersistentVolumeClaim,
   IPodSpec,
@@ -26,7 +37,10 @@ import type {
   ISecret,
   IService,
 } from 'kubernetes-models/v1'
-import { PersistentVolumeClaim, Secret, Service } from 'kubernetes-models/v1'
+import { ConfigMap, PersistentVolumeClaim, Secret, Service } from 'kubernetes-models/v1'
+import { parse } from 'yaml'
+import { COMPONENT, DASHBOARD_FILE, RULES_FILE } from '../scripts/monitoring/files.ts'
+import { JOB } from '../scripts/monitoring/settings.ts'
 import { ConfigError, configDefaults, loadConfig } from '../src/config.ts'
 import { DRAIN_MS } from '../src/process/shutdown.ts'
 import { ROOT } from './image/commands.ts'
@@ -53,6 +67,11 @@ const SCHEMAS: Record<string, (manifest: Manifest) => void> = {
     new PodDisruptionBudget(m as unknown as IPodDisruptionBudget).validate(),
   'autoscaling/v2 HorizontalPodAutoscaler': (m) =>
     new HorizontalPodAutoscaler(m as unknown as IHorizontalPodAutoscaler).validate(),
+  'v1 ConfigMap': (m) => new ConfigMap(m as unknown as IConfigMap).validate(),
+  'monitoring.coreos.com/v1 PrometheusRule': (m) =>
+    new PrometheusRule(m as unknown as IPrometheusRule).validate(),
+  'monitoring.coreos.com/v1 PodMonitor': (m) =>
+    new PodMonitor(m as unknown as IPodMonitor).validate(),
 }
 
 /** Every object checked against its schema: a bad one fails with the schema's words. */
@@ -664,5 +683,87 @@ describe('test/image/kustomize.ts renders as kustomize does', () => {
       'test',
     )
     assert.throws(() => validated(broken), /Deployment petstore is not valid: .*must be string/)
+  })
+})
+
+describe('deploy/kubernetes/components/monitoring on each overlay (D31)', () => {
+  const component = join(ROOT, COMPONENT)
+  const variants = {
+    postgres: {
+      plain: postgres,
+      monitored: validated(render(join(KUBERNETES, 'overlays', 'postgres'), [component])),
+    },
+    sqlite: {
+      plain: sqlite,
+      monitored: validated(render(join(KUBERNETES, 'overlays', 'sqlite'), [component])),
+    },
+  }
+
+  it('adds a PodMonitor, a PrometheusRule and the dashboard, and changes nothing else', () => {
+    for (const { plain, monitored } of Object.values(variants)) {
+      assert.deepEqual(
+        kinds(monitored),
+        [
+          ...kinds(plain),
+          'ConfigMap/petstore-dashboard',
+          'PodMonitor/petstore',
+          'PrometheusRule/petstore',
+        ].sort(),
+      )
+      const added = new Set(['ConfigMap', 'PodMonitor', 'PrometheusRule'])
+      assert.deepEqual(
+        monitored.filter((m) => !added.has(m.kind)),
+        plain,
+        'the overlay’s own objects as they were',
+      )
+    }
+  })
+
+  it('the PrometheusRule holds the rule file as it is, and the ConfigMap the dashboard', () => {
+    const rules = parse(readFileSync(join(ROOT, RULES_FILE), 'utf8')) as unknown
+    const dashboard = readFileSync(join(ROOT, DASHBOARD_FILE), 'utf8')
+    for (const { monitored } of Object.values(variants)) {
+      assert.deepEqual(find<IPrometheusRule>(monitored, 'PrometheusRule').spec, rules)
+      const configMap = find<IConfigMap>(monitored, 'ConfigMap', 'petstore-dashboard')
+      assert.equal(configMap.data?.['petstore.json'], dashboard)
+      assert.equal(configMap.metadata?.labels?.grafana_dashboard, '1', "Grafana's sidecar label")
+    }
+  })
+
+  it("the Operator's schema refuses a rule it would refuse (a `for` that is no duration)", () => {
+    const broken = structuredClone(variants.sqlite.monitored)
+    const rule = broken.find((m) => m.kind === 'PrometheusRule') as Manifest
+    applyOperation(
+      rule,
+      { op: 'replace', path: '/spec/groups/1/rules/0/for', value: 'two minutes' },
+      'test',
+    )
+    assert.throws(() => validated(broken), /PrometheusRule petstore is not valid: .*for must match/)
+  })
+
+  it('the PodMonitor scrapes the pods’ metrics port as job petstore; only the monitoring namespace may', () => {
+    for (const { monitored } of Object.values(variants)) {
+      const monitor = find<IPodMonitor>(monitored, 'PodMonitor')
+      const deployment = find<IDeployment>(monitored, 'Deployment', 'petstore')
+      const labels = deployment.spec?.template.metadata?.labels ?? {}
+      const selector = monitor.spec.selector.matchLabels ?? {}
+      assert.ok(Object.keys(selector).length > 0)
+      assert.ok(
+        Object.entries(selector).every(([key, value]) => labels[key] === value),
+        'selects the pods',
+      )
+      const [endpoint] = monitor.spec.podMetricsEndpoints ?? []
+      assert.equal(endpoint?.port, 'metrics')
+      assert.equal(endpoint?.path, '/metrics')
+      assert.ok(
+        portNumber(container(deployment), endpoint?.port) !== undefined,
+        'a port of the pod',
+      )
+      assert.deepEqual(endpoint?.relabelings, [
+        { action: 'replace', targetLabel: 'job', replacement: JOB },
+      ])
+      // The policy lets the monitoring namespace's Prometheus reach that port, and no one else.
+      assertNetwork(monitored, deployment)
+    }
   })
 })

@@ -4,6 +4,8 @@ import assert from 'node:assert/strict'
 import { beforeEach, describe, test } from 'node:test'
 import { COUNTER_OUTAGE } from '../src/http/plugins/rate-limit.ts'
 import { OutageLog, type OutageLogger } from '../src/outage-log.ts'
+import { StoreOutages } from '../src/store/outages.ts'
+import { StoreUnavailableError } from '../src/store/store.ts'
 import { ManualClock } from './helpers/server.ts'
 
 interface Line {
@@ -100,5 +102,23 @@ describe('OutageLog', () => {
       log.lines.map((line) => line.level),
       ['warn', 'info', 'warn', 'info'],
     )
+  })
+})
+
+describe('StoreOutages tells its observer when the database fails and works again (D17)', () => {
+  test('once per change, however many operations fail or succeed', () => {
+    const told: boolean[] = []
+    const outages = new StoreOutages()
+    outages.observe({ committed() {}, unavailable: (failing) => told.push(failing) })
+    outages.succeeded()
+    assert.deepEqual(told, [], 'no outage to end')
+    const err = new StoreUnavailableError('full', { reason: 'the database’s disk is full' })
+    outages.failed(err)
+    outages.failed(err, 5)
+    assert.deepEqual(told, [true])
+    outages.succeeded()
+    outages.succeeded()
+    outages.failed(err)
+    assert.deepEqual(told, [true, false, true])
   })
 })

@@ -6,6 +6,8 @@
 // Names follow the OpenTelemetry HTTP semantic conventions as Prometheus writes them
 // (`http.server.request.duration` in seconds → http_server_request_duration_seconds); ours are
 // prefixed `petstore_`.
+
+import { getHeapStatistics } from 'node:v8'
 import {
   AggregatorRegistry,
   Counter,
@@ -57,6 +59,11 @@ export interface Metrics {
   request(method: string, route: string, status: number, seconds: number): void
   /** Load shedding's running count (plugins/load-shedding.ts), read at each scrape. */
   loadShedFrom(count: () => number): void
+  /**
+   * Whether the process would answer /readyz 200 now (routes/health.ts), asked at each scrape;
+   * once, after the store is observed.
+   */
+  readinessFrom(ready: () => Promise<boolean>): void
   /** A createPet answered from its Idempotency-Key's record (D14). */
   replayed(): void
   readonly staging: StagingObserver
@@ -141,6 +148,13 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registers,
   })
   let shedCount = () => 0
+  const unavailable = new Gauge({
+    name: 'petstore_store_unavailable',
+    help: '1 while the database fails (unreachable, locked past its wait, full, read-only, I/O errors) and requests that need it are answered 503; 0 once it works again.',
+    aggregator: 'max',
+    registers,
+  })
+  memoryLimits(registers)
   new Counter({
     name: 'petstore_load_shed_total',
     help: 'Requests answered 503 because the event loop was behind (load shedding).',
@@ -154,6 +168,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   return {
     registry,
     store: {
+      unavailable: (failing) => unavailable.set(failing ? 1 : 0),
       committed(batchSize, seconds) {
         created.inc(batchSize)
         commitDuration.observe(seconds)
@@ -207,7 +222,56 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     loadShedFrom(count) {
       shedCount = count
     },
+    readinessFrom(ready) {
+      // Registered last, after the store's pool gauges: a scrape reads the pool before this
+      // check's ping takes a connection from it (or waits for one to open).
+      new Gauge({
+        name: 'petstore_ready',
+        help: '1 when the process would answer /readyz 200 (the database answers, it is not draining), 0 when 503; checked at each scrape.',
+        // Across cluster workers: 0 if any worker is not ready.
+        aggregator: 'min',
+        registers,
+        async collect() {
+          this.set((await ready()) ? 1 : 0)
+        },
+      })
+    },
   }
+}
+
+/**
+ * Above this, process.constrainedMemory() means "no limit": Node.js gives the cgroup's `max` as
+ * the largest unsigned 64-bit number.
+ */
+const NO_LIMIT = 2 ** 62
+
+/**
+ * The limits memory is measured against (the alert on memory near its limit): the container's,
+ * which the kernel enforces by ending the process, and V8's heap limit, past which the process
+ * ends with a fatal error. Neither is among prom-client's process metrics.
+ */
+function memoryLimits(registers: Registry[]): void {
+  new Gauge({
+    name: 'petstore_memory_limit_bytes',
+    help: "The memory limit the process runs under (its cgroup's, a container's), in bytes; 0 when there is none.",
+    // Across cluster workers: one container's limit, against their summed resident memory.
+    aggregator: 'max',
+    registers,
+    collect() {
+      const limit = process.constrainedMemory()
+      this.set(limit > 0 && limit < NO_LIMIT ? limit : 0)
+    },
+  })
+  new Gauge({
+    name: 'petstore_heap_size_limit_bytes',
+    help: "V8's heap size limit (--max-old-space-size and the young generation), in bytes.",
+    // Summed across workers, as their heaps are (nodejs_heap_size_used_bytes).
+    aggregator: 'sum',
+    registers,
+    collect() {
+      this.set(getHeapStatistics().heap_size_limit)
+    },
+  })
 }
 
 /**

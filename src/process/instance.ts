@@ -110,6 +110,10 @@ export async function startInstance(
     ...(metrics ? { metrics } : {}),
     ...(tracing ? { tracing } : {}),
   })
+  // D17: the readiness gauge answers as /readyz would, asked when Prometheus scrapes.
+  metrics?.readinessFrom(
+    async () => (await readiness(store, lifecycle, app.log)).statusCode === 200,
+  )
   for (const notice of schemaNotices) app.log[notice.level](notice.fields, notice.message)
   logDroppedConnections(app.server, app.log)
   await announce(app)

@@ -213,6 +213,12 @@ export interface StoreObserver {
   committed(batchSize: number, seconds: number): void
   /** For a store with a connection pool: read at each scrape. */
   pool?(stats: () => PoolStats): void
+  /**
+   * The database fails (true: a request was answered 503 because it cannot be reached, is locked
+   * past its wait or cannot be written) or works again (false: a commit; on PostgreSQL, any
+   * answer). Told once per change, as the log is (outages.ts).
+   */
+  unavailable?(failing: boolean): void
 }
 
 /** The observer of a store nobody observes. */

@@ -45,6 +45,9 @@ describe('GET /metrics on the metrics listener (D17)', () => {
       ['petstore_rate_limited_total', 'counter'],
       ['petstore_rate_limit_fail_open', 'gauge'],
       ['petstore_load_shed_total', 'counter'],
+      ['petstore_store_unavailable', 'gauge'],
+      ['petstore_memory_limit_bytes', 'gauge'],
+      ['petstore_heap_size_limit_bytes', 'gauge'],
       // prom-client's defaults: CPU, memory, event-loop lag, GC.
       ['process_cpu_user_seconds_total', 'counter'],
       ['process_resident_memory_bytes', 'gauge'],

@@ -1,13 +1,14 @@
 // deploy/kubernetes/'s kustomizations rendered as `kubectl apply -k` renders them, for the
 // parts of kustomize they use: `resources` (files, and folders holding a kustomization), JSON
 // patches (`patches` with a `target` and a list of operations, RFC 6902: add, replace, remove and
-// test) and `images`. Anything
+// test), `components` (a `kind: Component` kustomization: its resources added, then its patches
+// applied, before the overlay's own patches) and `images`. Anything
 // else in a kustomization is refused by name rather than left out, so a field added there fails
 // here until this file applies it too. No kubectl or kustomize binary is needed:
 // test/kubernetes.test.ts checks the result in `npm test`, and test/image/image.ts runs the
 // SQLite variant's pod with podman.
 import { readFileSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
 import { parseAllDocuments } from 'yaml'
 import { ROOT } from './commands.ts'
@@ -36,7 +37,15 @@ interface PatchOperation {
   value?: unknown
 }
 
-const KUSTOMIZATION_FIELDS = new Set(['apiVersion', 'kind', 'resources', 'patches', 'images'])
+const KUSTOMIZATION_FIELDS = new Set([
+  'apiVersion',
+  'kind',
+  'resources',
+  'components',
+  'patches',
+  'images',
+])
+const COMPONENT_KIND = 'Component'
 const PATCH_FIELDS = new Set(['path', 'patch', 'target'])
 const TARGET_FIELDS = new Set(['kind', 'name'])
 
@@ -71,8 +80,7 @@ function asManifest(value: unknown, where: string): Manifest {
   return value as Manifest
 }
 
-/** The manifests a kustomization folder renders to, in the order kustomize lists them. */
-export function render(folder: string): Manifest[] {
+function readKustomization(folder: string): [Record<string, unknown>, string] {
   const file = join(folder, 'kustomization.yaml')
   const [kustomization] = parseYaml(readFileSync(file, 'utf8'), file)
   if (!isRecord(kustomization)) throw new Error(`${file}: not a mapping`)
@@ -80,16 +88,53 @@ export function render(folder: string): Manifest[] {
   if (unknown.length > 0) {
     throw new Error(`${file}: ${unknown.join(', ')} not rendered by test/image/kustomize.ts`)
   }
-  const manifests = asList(kustomization.resources, `${file} resources`).flatMap((entry) => {
+  return [kustomization, file]
+}
+
+function resources(kustomization: Record<string, unknown>, folder: string, file: string) {
+  return asList(kustomization.resources, `${file} resources`).flatMap((entry) => {
     if (typeof entry !== 'string') throw new Error(`${file}: a resource is not a path`)
     const path = join(folder, entry)
     if (statSync(path).isDirectory()) return render(path)
     return parseYaml(readFileSync(path, 'utf8'), path).map((value) => asManifest(value, path))
   })
-  refuseDuplicates(manifests, file)
+}
+
+function applyPatches(
+  manifests: Manifest[],
+  kustomization: Record<string, unknown>,
+  folder: string,
+  file: string,
+) {
   for (const [i, entry] of asList(kustomization.patches, `${file} patches`).entries()) {
     applyPatch(manifests, entry, folder, `${file} patches[${i}]`)
   }
+}
+
+/** A component (kind: Component) onto what its parent has so far: its resources, then patches. */
+function applyComponent(manifests: Manifest[], folder: string): void {
+  const [component, file] = readKustomization(folder)
+  if (component.kind !== COMPONENT_KIND) throw new Error(`${file}: not a kind: Component`)
+  manifests.push(...resources(component, folder, file))
+  applyPatches(manifests, component, folder, file)
+}
+
+/**
+ * The manifests a kustomization folder renders to, in the order kustomize lists them.
+ * `withComponents`: folders rendered as if listed last in its `components` (an operator's
+ * overlay that adds one).
+ */
+export function render(folder: string, withComponents: readonly string[] = []): Manifest[] {
+  const [kustomization, file] = readKustomization(folder)
+  if (kustomization.kind === COMPONENT_KIND) throw new Error(`${file}: a component, not an overlay`)
+  const manifests = resources(kustomization, folder, file)
+  const components = asList(kustomization.components, `${file} components`).map((entry) => {
+    if (typeof entry !== 'string') throw new Error(`${file}: a component is not a path`)
+    return resolve(folder, entry)
+  })
+  for (const component of [...components, ...withComponents]) applyComponent(manifests, component)
+  refuseDuplicates(manifests, file)
+  applyPatches(manifests, kustomization, folder, file)
   const images = asList(kustomization.images, `${file} images`).map((entry) => {
     if (!isRecord(entry) || typeof entry.name !== 'string') {
       throw new Error(`${file}: an image entry has no name`)

@@ -145,6 +145,7 @@ class PostgresStore implements Store {
 
   observe(observer: StoreObserver): void {
     this.#db.observer = observer
+    this.#db.outages.observe(observer)
     observer.pool?.(() => this.#db.poolStats())
   }
 

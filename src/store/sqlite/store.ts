@@ -109,6 +109,7 @@ class SqliteStore implements Store {
 
   observe(observer: StoreObserver): void {
     this.pets.observer = observer
+    this.#attempts.outages.observe(observer)
   }
 
   traceCommits(tracer: CommitTracer): void {
