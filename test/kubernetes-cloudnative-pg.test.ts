@@ -31,7 +31,7 @@ import type { IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2'
 import type { IJob } from 'kubernetes-models/batch/v1'
 import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1'
 import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1'
-import type { IContainer, IEnvVar, ISecret } from 'kubernetes-models/v1'
+import type { IContainer, ISecret } from 'kubernetes-models/v1'
 import { ConfigError, configDefaults, loadConfig } from '../src/config.ts'
 import { applyImages, KUBERNETES, type Manifest, parseYaml, render } from './image/kustomize.ts'
 import {
@@ -163,7 +163,7 @@ const SAMPLE_SECRETS: Record<string, Record<string, string>> = {
  */
 function expanded(c: IContainer): Record<string, string> {
   const env: Record<string, string> = {}
-  for (const variable of c.env ?? ([] as IEnvVar[])) {
+  for (const variable of c.env ?? []) {
     const ref = variable.valueFrom?.secretKeyRef
     if (ref !== undefined) {
       const value = SAMPLE_SECRETS[ref.name ?? '']?.[ref.key]
@@ -178,7 +178,7 @@ function expanded(c: IContainer): Record<string, string> {
   return env
 }
 
-/** The Secret, key and path of the file `sslrootcert` names, through the container's mounts. */
+/** The Secret and key of the file `sslrootcert` names, found through the container's mounts. */
 function caFile(workload: IDeployment | IJob, path: string): { secret?: string; key?: string } {
   const mount = container(workload).volumeMounts?.find((m) => path.startsWith(`${m.mountPath}/`))
   assert.ok(mount, `a volume holds ${path}`)
@@ -192,6 +192,7 @@ function caFile(workload: IDeployment | IJob, path: string): { secret?: string; 
     "the CA's certificate only, not its key",
   )
   assert.equal((source?.defaultMode ?? 0o644) & 0o007, 0, 'readable by no other user')
+  // Mode 0440 makes the file root's and the pod's fsGroup's: the image's group (1000).
   assert.equal(
     String(podSpec(workload).securityContext?.fsGroup),
     '1000',
