@@ -54,7 +54,7 @@ import {
 } from './image/kustomize.ts'
 
 /** Each kind the overlays hold, with its schema. A kind missing here fails the test. */
-const SCHEMAS: Record<string, (manifest: Manifest) => void> = {
+export const SCHEMAS: Record<string, (manifest: Manifest) => void> = {
   'apps/v1 Deployment': (m) => new Deployment(m as unknown as IDeployment).validate(),
   'batch/v1 Job': (m) => new Job(m as unknown as IJob).validate(),
   'v1 Service': (m) => new Service(m as unknown as IService).validate(),
@@ -95,7 +95,7 @@ const postgres = validated(render(join(KUBERNETES, 'overlays', 'postgres')))
 const sqlite = validated(render(join(KUBERNETES, 'overlays', 'sqlite')))
 const podman = validated(render(join(KUBERNETES, 'overlays', 'podman')))
 
-function find<T>(manifests: Manifest[], kind: string, name?: string): T {
+export function find<T>(manifests: Manifest[], kind: string, name?: string): T {
   const found = manifests.filter(
     (m) => m.kind === kind && (name === undefined || m.metadata.name === name),
   )
@@ -103,17 +103,17 @@ function find<T>(manifests: Manifest[], kind: string, name?: string): T {
   return found[0] as unknown as T
 }
 
-function kinds(manifests: Manifest[]): string[] {
+export function kinds(manifests: Manifest[]): string[] {
   return manifests.map((m) => `${m.kind}/${m.metadata.name}`).sort()
 }
 
-function podSpec(workload: IDeployment | IJob): IPodSpec {
+export function podSpec(workload: IDeployment | IJob): IPodSpec {
   const spec = workload.spec?.template.spec
   assert.ok(spec, 'a pod template')
   return spec
 }
 
-function container(workload: IDeployment | IJob): IContainer {
+export function container(workload: IDeployment | IJob): IContainer {
   const containers = podSpec(workload).containers
   assert.equal(containers.length, 1, 'one container')
   return containers[0] as IContainer
@@ -132,7 +132,7 @@ const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
 }
 
 /** A container's literal environment, over the image's. */
-function environment(c: IContainer): Record<string, string> {
+export function environment(c: IContainer): Record<string, string> {
   const env: Record<string, string> = { ...imageEnv }
   for (const variable of c.env ?? []) {
     if (variable.value !== undefined) env[variable.name] = variable.value
@@ -166,7 +166,7 @@ const KUBELET_LOGS = 5 * 10 * 2 ** 20
  * Ephemeral storage requested and limited (kube-score): the limit holds /tmp's emptyDir at its
  * sizeLimit and kubelet's rotated log, so that only a pod writing far more is evicted.
  */
-function assertEphemeralStorage(workload: IDeployment | IJob): void {
+export function assertEphemeralStorage(workload: IDeployment | IJob): void {
   const c = container(workload)
   const request = bytes(c.resources?.requests?.['ephemeral-storage'])
   const limit = bytes(c.resources?.limits?.['ephemeral-storage'])
@@ -184,7 +184,7 @@ function preStopSeconds(c: IContainer): number {
 }
 
 /** The container runs as the image's non-root user, read-only, with nothing to escalate. */
-function assertLockedDown(workload: IDeployment | IJob): void {
+export function assertLockedDown(workload: IDeployment | IJob): void {
   const pod = podSpec(workload).securityContext ?? {}
   const c = container(workload).securityContext ?? {}
   const uid = c.runAsUser ?? pod.runAsUser
@@ -223,7 +223,7 @@ function assertSecretRefs(manifests: Manifest[], workload: IDeployment | IJob): 
  * The keys come from the Secret as a file (PETSTORE_API_KEYS_FILE), never as a variable, which
  * `ps e`, /proc and crash reports show; the Secret holds the key, so the file is always there.
  */
-function assertKeysFile(manifests: Manifest[], deployment: IDeployment): void {
+export function assertKeysFile(manifests: Manifest[], deployment: IDeployment): void {
   const c = container(deployment)
   assert.equal(
     c.env?.find((v) => v.name === 'PETSTORE_API_KEYS'),
@@ -308,7 +308,7 @@ const KUBE_DNS = [
  * A policy's egress (issue 53): DNS to kube-dns on 53 UDP and TCP, then exactly `ports`, each
  * TCP; every rule names its ports, since a rule without ports would open them all.
  */
-function assertEgress(policy: INetworkPolicy, ports: number[]): void {
+export function assertEgress(policy: INetworkPolicy, ports: number[]): void {
   assert.ok(policy.spec?.policyTypes?.includes('Egress'), 'egress is restricted')
   const rules = policy.spec?.egress ?? []
   for (const rule of rules) assert.ok(rule.ports && rule.ports.length > 0, 'each names its ports')
@@ -334,7 +334,7 @@ function placeholderPort(value: string | undefined): number {
   return Number(port)
 }
 
-function assertNetwork(manifests: Manifest[], deployment: IDeployment): void {
+export function assertNetwork(manifests: Manifest[], deployment: IDeployment): void {
   const c = container(deployment)
   const labels = deployment.spec?.template.metadata?.labels ?? {}
   const selects = (selector: Record<string, string> | undefined) =>
