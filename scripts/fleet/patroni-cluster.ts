@@ -352,7 +352,7 @@ export async function startPatroniCluster(): Promise<PatroniCluster> {
     await settled({ timeoutMs: 90_000 })
     await until(
       'HAProxy to the leader',
-      () => onDatabase(ownerUrl + '/postgres', async () => true),
+      () => onDatabase(`${ownerUrl}/postgres`, async () => true),
       30_000,
     )
     await prepareDatabase(ownerUrl, dir, own)
