@@ -8,16 +8,18 @@
 // The faults an operator lives through are here as methods (a switchover, a postmaster killed, a
 // machine lost, etcd members stopped), each done the way it happens for real: by patronictl or a
 // signal, never by promoting a server or rewriting a pooler's target ourselves.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { freePort } from '../../test/helpers/free-port.ts'
 import { haproxyBinary } from '../../test/helpers/haproxy.ts'
 import { pgbouncerBinary } from '../../test/helpers/pgbouncer.ts'
 import { onDatabase } from '../../test/helpers/postgres.ts'
 
+const execFileAsync = promisify(execFile)
 const DEPLOY = join(import.meta.dirname, '../../deploy/patroni')
 export const MEMBERS = 3
 /** The role the service runs as, its password in this run, and its database. */
@@ -65,6 +67,8 @@ export interface PatroniCluster {
   /** Stops etcd member `index` (0-based) at once; startEtcd brings it back. */
   stopEtcd(index: number): Promise<void>
   startEtcd(index: number): void
+  /** Resolves once etcd member `index` says it is healthy (it has a quorum). */
+  etcdHealthy(index: number, timeoutMs?: number): Promise<void>
   /** SIGKILL of PgBouncer, then started again on the same port with the same files. */
   restartPgBouncer(): Promise<void>
   /** What a part wrote so far: `patroni:member1`, `etcd:0`, `haproxy`, `pgbouncer`. */
@@ -227,24 +231,38 @@ function addressesOf(ports: Ports): Addresses {
 
 /** haproxy.cfg's `check port 8008` names the REST API's port alone: each server line's own. */
 function localHAProxyConfig(ports: Ports, addresses: Addresses): string {
-  const lines = localise(deployed('haproxy.cfg'), addresses).split('\n')
-  return lines
-    .map((line) => {
-      const server = /^\s*server (member\d)\b/.exec(line)
-      const member = ports.members.find((m) => m.name === server?.[1])
-      const bound = line.replace(/bind 127\.0\.0\.1:5000/, `bind 127.0.0.1:${ports.haproxy}`)
-      return member === undefined ? bound : bound.replace(/port 8008/, `port ${member.apiPort}`)
-    })
-    .join('\n')
+  const file = 'haproxy.cfg'
+  const cfg = replaced(
+    deployed(file),
+    'bind 127.0.0.1:5000',
+    `bind 127.0.0.1:${ports.haproxy}`,
+    file,
+  )
+  const lines = localise(cfg, addresses).split('\n')
+  const servers = lines.map((line) => {
+    const server = /^\s*server (member\d)\b/.exec(line)
+    const member = ports.members.find((m) => m.name === server?.[1])
+    return member === undefined ? line : replaced(line, 'port 8008', `port ${member.apiPort}`, file)
+  })
+  if (servers.join('\n') === lines.join('\n')) throw new Error(`deploy/patroni/${file}: no servers`)
+  return servers.join('\n')
+}
+
+/** `text` with `from` replaced, which must be there: a changed file fails here, not later. */
+function replaced(text: string, from: string | RegExp, to: string, file: string): string {
+  const found = typeof from === 'string' ? text.includes(from) : from.test(text)
+  if (!found) throw new Error(`deploy/patroni/${file} no longer has ${from}`)
+  return text.replace(from, to)
 }
 
 function localPgBouncerConfig(ports: Ports, dir: string): string {
-  return deployed('pgbouncer.ini')
-    .replace('host=127.0.0.1 port=5000', `host=127.0.0.1 port=${ports.haproxy}`)
-    .replace('listen_addr = 0.0.0.0', 'listen_addr = 127.0.0.1')
-    .replace('listen_port = 6432', `listen_port = ${ports.pgbouncer}`)
-    .replace('/etc/pgbouncer/userlist.txt', join(dir, 'userlist.txt'))
-    .concat(`unix_socket_dir = ${dir}\n`)
+  const file = 'pgbouncer.ini'
+  let ini = deployed(file)
+  ini = replaced(ini, 'host=127.0.0.1 port=5000', `host=127.0.0.1 port=${ports.haproxy}`, file)
+  ini = replaced(ini, 'listen_addr = 0.0.0.0', 'listen_addr = 127.0.0.1', file)
+  ini = replaced(ini, 'listen_port = 6432', `listen_port = ${ports.pgbouncer}`, file)
+  ini = replaced(ini, '/etc/pgbouncer/userlist.txt', join(dir, 'userlist.txt'), file)
+  return `${ini}unix_socket_dir = ${dir}\n`
 }
 
 export async function startPatroniCluster(): Promise<PatroniCluster> {
@@ -379,9 +397,9 @@ export async function startPatroniCluster(): Promise<PatroniCluster> {
       const to = candidate ?? members.find((m) => m.role === 'sync_standby')?.name
       if (leader === undefined || to === undefined) throw new Error('no leader or candidate')
       const args = ['-c', patroniYml, 'switchover', '--leader', leader, '--candidate', to]
-      execFileSync('patronictl', [...args, '--force'], {
+      // Not execFileSync: the caller's users go on calling while patronictl waits.
+      await execFileAsync('patronictl', [...args, '--force'], {
         env: { ...process.env, PATRONI_ETCD3_HOSTS: etcdHosts, HOME: dir },
-        stdio: ['ignore', 'pipe', 'pipe'],
         ...user,
       })
     },
@@ -401,6 +419,17 @@ export async function startPatroniCluster(): Promise<PatroniCluster> {
       await kill(etcd[index], 'SIGKILL')
     },
     startEtcd,
+    async etcdHealthy(index, timeoutMs = 30_000) {
+      const url = `http://127.0.0.1:${ports.etcdClient[index]}/health`
+      await until(
+        `etcd member ${index} healthy`,
+        async () => {
+          const health = (await (await fetch(url)).json()) as { health?: string }
+          return health.health === 'true' ? true : undefined
+        },
+        timeoutMs,
+      )
+    },
     async restartPgBouncer() {
       await kill(pgbouncer, 'SIGKILL')
       startPgBouncer()

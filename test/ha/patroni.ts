@@ -2,9 +2,10 @@
 // patroni-cluster.ts runs its files on this machine: three etcd members, three PostgreSQL members
 // under Patroni in synchronous_mode_strict, HAProxy on /primary, PgBouncer in transaction mode in
 // front of it). Users of our SDK create (with Idempotency-Keys), read and page through one instance
-// while Patroni is put through a planned switchover, the leader's postmaster killed, and the
-// leader's machine lost (its Patroni and PostgreSQL killed together, later started again to rejoin
-// as a replica). After each: no acknowledged create missing or stored twice, no call failed to its
+// while Patroni is put through a planned switchover, the leader's postmaster killed, the leader's
+// machine lost (its Patroni and PostgreSQL killed together, later started again to rejoin as a
+// replica), one etcd member stopped, etcd's quorum lost for 10 s, and PgBouncer killed and started
+// again during a switchover. After each: no acknowledged create missing or stored twice, no call failed to its
 // caller, no answer 500, the instance still running; and the write gap of each fault is printed.
 //
 // `npm run test:patroni` (in .ci/run: it takes a minute or two, beyond npm test's budget).
@@ -219,6 +220,59 @@ describe('the service on Patroni (deploy/patroni)', { skip }, () => {
     }
     const rejoined = (await cluster.cluster()).find((m) => m.name === lost)
     assert.notEqual(rejoined?.role, 'leader')
+  })
+
+  const leaderName = async () => (await cluster.cluster()).find((m) => m.role === 'leader')?.name
+
+  test('one etcd member stopped: nothing happens', async () => {
+    const before = await leaderName()
+    const at = performance.now()
+    await cluster.stopEtcd(0)
+    // Past a loop and retry_timeout: long enough for a lost quorum to show, were it lost.
+    await delay(9_000)
+    const since = users.run.calls.filter((c) => c.start >= at)
+    assert.equal(await leaderName(), before, 'the same leader')
+    assert.deepEqual(
+      since.filter((c) => c.failure !== undefined).map((c) => c.failure),
+      [],
+    )
+    const gap = writeGapMs(users.run.calls, at, performance.now())
+    console.log(`one etcd member stopped: leader ${before}, write gap ${Math.round(gap)} ms`)
+    cluster.startEtcd(0)
+    await cluster.etcdHealthy(0)
+  })
+
+  test("etcd's quorum lost for 10 s: writes stop, no one leads, then all comes back", async () => {
+    let primaries = -1
+    await throughFault('etcd quorum lost for 10 s', async () => {
+      await Promise.all([cluster.stopEtcd(0), cluster.stopEtcd(1)])
+      await delay(10_000)
+      // Past retry_timeout the leader has demoted itself: no member says it is the primary.
+      const answers = await Promise.all(
+        cluster.members.map((m) =>
+          fetch(`http://127.0.0.1:${m.apiPort}/primary`).then(
+            (r) => r.status,
+            () => 0,
+          ),
+        ),
+      )
+      primaries = answers.filter((status) => status === 200).length
+      cluster.startEtcd(0)
+      cluster.startEtcd(1)
+      await Promise.all([cluster.etcdHealthy(0), cluster.etcdHealthy(1)])
+    })
+    console.log(`etcd quorum lost: ${primaries} member(s) said primary after 10 s`)
+    assert.equal(primaries, 0, 'the leader demoted itself without etcd')
+  })
+
+  test('PgBouncer killed and started again during a switchover', async () => {
+    const before = await leaderName()
+    const leader = await throughFault(
+      'switchover with PgBouncer restarted',
+      () => Promise.all([cluster.switchover(), delay(500).then(() => cluster.restartPgBouncer())]),
+      async () => (await leaderName()) !== before,
+    )
+    assert.notEqual(leader, before)
   })
 
   test('every acknowledged create is stored once', async () => {
