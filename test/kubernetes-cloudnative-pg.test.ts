@@ -33,7 +33,6 @@ import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1'
 import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1'
 import type { IContainer, ISecret } from 'kubernetes-models/v1'
 import { ConfigError, configDefaults, loadConfig } from '../src/config.ts'
-import { applyImages, KUBERNETES, type Manifest, parseYaml, render } from './image/kustomize.ts'
 import {
   assertEgress,
   assertEphemeralStorage,
@@ -46,7 +45,9 @@ import {
   kinds,
   podSpec,
   SCHEMAS,
-} from './kubernetes.test.ts'
+  validated,
+} from './helpers/kubernetes-manifests.ts'
+import { applyImages, KUBERNETES, type Manifest, parseYaml, render } from './image/kustomize.ts'
 
 const FOLDER = join(KUBERNETES, 'overlays', 'cloudnative-pg')
 
@@ -55,22 +56,6 @@ const CNPG_SCHEMAS: Record<string, (manifest: Manifest) => void> = {
   ...SCHEMAS,
   'postgresql.cnpg.io/v1 Cluster': (m) => new Cluster(m as unknown as ICluster).validate(),
   'postgresql.cnpg.io/v1 Pooler': (m) => new Pooler(m as unknown as IPooler).validate(),
-}
-
-function validated(manifests: Manifest[]): Manifest[] {
-  for (const manifest of manifests) {
-    const id = `${manifest.apiVersion} ${manifest.kind}`
-    const validate = CNPG_SCHEMAS[id]
-    assert.ok(validate, `${id} ${manifest.metadata.name}: no schema for this kind in the test`)
-    try {
-      validate(manifest)
-    } catch (error) {
-      throw new Error(
-        `${manifest.kind} ${manifest.metadata.name} is not valid: ${error instanceof Error ? error.message : String(error)}`,
-      )
-    }
-  }
-  return manifests
 }
 
 /**
@@ -119,7 +104,7 @@ function assertAdmitted(cluster: ICluster, pooler: IPooler): void {
   }
 }
 
-const manifests = validated(render(FOLDER))
+const manifests = validated(render(FOLDER), CNPG_SCHEMAS)
 const postgres = render(join(KUBERNETES, 'overlays', 'postgres'))
 const cluster = find<ICluster>(manifests, 'Cluster')
 const pooler = find<IPooler>(manifests, 'Pooler')
@@ -265,7 +250,7 @@ describe('deploy/kubernetes, CloudNativePG: the overlay as kubectl apply -k rend
     }
     const schema = (change: (c: ICluster, p: IPooler) => void) => {
       const { c, p } = broken(change)
-      validated([c as unknown as Manifest, p as unknown as Manifest])
+      validated([c as unknown as Manifest, p as unknown as Manifest], CNPG_SCHEMAS)
     }
     const sync = (c: ICluster) => {
       const s = c.spec.postgresql?.synchronous

@@ -13,6 +13,7 @@ import { ConfigError, configDefaults, loadConfig } from '../src/config.ts'
 import { BODY_LIMIT_BYTES, LIST_LIMIT, MAX_ID, NAME_MAX_LENGTH } from '../src/contract/limits.ts'
 import { PetStatus } from '../src/contract/schemas.ts'
 import { MAX_TARGET_LENGTH } from '../src/http/http-server.ts'
+import { variablesRead } from './helpers/config-variables.ts'
 import { startServer, type TestServer } from './helpers/server.ts'
 
 const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
@@ -40,22 +41,6 @@ function tableAfter(heading: string, page = readme): string[][] {
 /** The values written in backticks in a cell, in order. */
 function quoted(cell: string): string[] {
   return [...cell.matchAll(/`([^`]+)`/g)].map(([, value]) => value ?? '')
-}
-
-/** Every environment variable loadConfig reads, seen through an environment that records. */
-function variablesRead(): string[] {
-  const read = new Set<string>()
-  const recording = new Proxy<Record<string, string | undefined>>(
-    {},
-    {
-      get(_target, name) {
-        if (typeof name === 'string') read.add(name)
-        return undefined
-      },
-    },
-  )
-  loadConfig(recording)
-  return [...read].sort()
 }
 
 /**
