@@ -23,7 +23,7 @@ const execFileAsync = promisify(execFile)
 const DEPLOY = join(import.meta.dirname, '../../deploy/patroni')
 export const MEMBERS = 3
 /** The role the service runs as, its password in this run, and its database. */
-const SERVICE_ROLE = 'petstore'
+export const SERVICE_ROLE = 'petstore'
 const SERVICE_PASSWORD = 'petstore-fleet'
 const DATABASE = 'petstore'
 
@@ -98,6 +98,9 @@ function envFile(text: string): Record<string, string> {
 }
 
 const deployed = (name: string) => readFileSync(join(DEPLOY, name), 'utf8')
+
+/** PostgreSQL's programs, where patroni.yml's `bin_dir` says they are (Debian's PostgreSQL 15). */
+export const PG_BIN = /^\s*bin_dir:\s*(\S+)/m.exec(deployed('patroni.yml'))?.[1] ?? ''
 
 /** The example host of member `i` (0-based): 10.0.0.11, .12, .13. */
 const exampleHost = (i: number) => `10.0.0.1${i + 1}`

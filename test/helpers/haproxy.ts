@@ -57,9 +57,19 @@ export interface Backend {
  *   HAProxy's 503, which the SDK retries.
  * - `option forwardfor`: the client's address in `X-Forwarded-For`, which instances read when
  *   PETSTORE_TRUSTED_PROXIES names HAProxy (the request log's `client`).
+ * - `http-error status 503`: HAProxy's own 503 (no instance ready, as when the database is gone
+ *   and every /readyz says so, or a request queued too long) in the interface's Error body with
+ *   `Retry-After`, as an instance's own 503 is, so that clients retry it paced and parse it.
  * - `stats socket`: where an operator (and the fleet harness) reads HAProxy's counters, its
  *   retries and redispatches among them; Debian's default path.
  */
+/** HAProxy's own 503, as the interface's Error body (docs/fleet.md). */
+const NO_INSTANCE_BODY = JSON.stringify({
+  code: 'unavailable',
+  message: 'No instance can answer now; retry later',
+  status: 503,
+})
+
 export function haproxyConfig(
   listen: string,
   servers: readonly Backend[],
@@ -93,6 +103,7 @@ backend petstore
     http-request disable-l7-retry if !METH_GET !METH_HEAD !{ req.hdr(idempotency-key) -m found }
     timeout check 1s
     default-server check inter 250ms fall 2 rise 1 pool-purge-delay 5s maxconn 100
+    http-error status 503 content-type application/json string '${NO_INSTANCE_BODY}' hdr retry-after 1
 ${servers.map((s) => `    server ${s.name} ${s.address}`).join('\n')}
 `
 }
@@ -155,8 +166,14 @@ function backendStats(csv: string): BackendStats {
   }
 }
 
-/** Starts HAProxy in the foreground (-db) with haproxyConfig on a free port. */
-export async function startHAProxy(servers: readonly Backend[]): Promise<HAProxy> {
+/**
+ * Starts HAProxy in the foreground (-db) with haproxyConfig on a free port; resolves once an
+ * instance answers through it, or, with `instanceUp: false`, once HAProxy answers at all.
+ */
+export async function startHAProxy(
+  servers: readonly Backend[],
+  { instanceUp = true } = {},
+): Promise<HAProxy> {
   const binary = haproxyBinary()
   if (binary === undefined) throw new Error(haproxy.absentLine())
   const dir = mkdtempSync(join(tmpdir(), 'petstore-haproxy-'))
@@ -184,7 +201,7 @@ export async function startHAProxy(servers: readonly Backend[]): Promise<HAProxy
   for (;;) {
     if (child.exitCode !== null) throw new Error(`haproxy exited:\n${log}`)
     const answered = await fetch(`${url}/healthz`).then(
-      (r) => r.status === 200,
+      (r) => r.status === 200 || !instanceUp,
       () => false,
     )
     if (answered) break

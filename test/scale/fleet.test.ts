@@ -8,6 +8,7 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
 import { setTimeout as delay } from 'node:timers/promises'
+import { ErrorBodySchema } from '../../src/contract/schemas.ts'
 import { checkStored, startUsers } from '../helpers/fleet-users.ts'
 import { freePort } from '../helpers/free-port.ts'
 import { type HAProxy, haproxyConfig, haproxySkipReason, startHAProxy } from '../helpers/haproxy.ts'
@@ -33,6 +34,28 @@ test("docs/fleet.md's HAProxy configuration is the one this test runs", () => {
     address: `10.0.0.${host}:8080`,
   }))
   assert.equal(block, haproxyConfig(':8080', servers))
+})
+
+test("HAProxy's own 503, with no instance ready, is the interface's Error with Retry-After", {
+  skip: haproxySkipReason(),
+}, async () => {
+  // A port nothing listens on: the one instance is never ready, so HAProxy answers itself.
+  const balancer = await startHAProxy(
+    [{ name: 'petstore1', address: `127.0.0.1:${await freePort()}` }],
+    { instanceUp: false },
+  )
+  try {
+    const response = await fetch(`${balancer.url}/v1/pets`)
+    assert.equal(response.status, 503)
+    assert.equal(response.headers.get('retry-after'), '1')
+    assert.equal(response.headers.get('content-type'), 'application/json')
+    const body = (await response.json()) as Record<string, unknown>
+    assert.deepEqual(Object.keys(body).sort(), Object.keys(ErrorBodySchema.properties).sort())
+    assert.equal(body.code, 'unavailable')
+    assert.equal(body.status, 503)
+  } finally {
+    await balancer.stop()
+  }
 })
 
 describe('a fleet of three behind HAProxy, under SDK load', { skip }, () => {
