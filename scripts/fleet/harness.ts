@@ -14,7 +14,13 @@ import { execFileSync } from 'node:child_process'
 import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
-import { checkStored, emptyRun, startUsers, type UsersRun } from '../../test/helpers/fleet-users.ts'
+import type { Pet } from '../../client/src/index.ts'
+import {
+  type CallRecord,
+  checkStored,
+  emptyRun,
+  startUsers,
+} from '../../test/helpers/fleet-users.ts'
 import type { ServiceProcess } from '../../test/helpers/process.ts'
 import { wrkVersion } from '../bench/harness.ts'
 import { countWindow, type Evidence, type Window } from './counts.ts'
@@ -52,8 +58,9 @@ function canaryOf(fleet: Fleet) {
   let n = 0
   const check = async () => {
     const name = `canary ${n++}`
-    const record = { start: performance.now(), end: 0, operation: 'create' as const, name }
+    const record: CallRecord = { start: performance.now(), end: 0, operation: 'create', name }
     run.calls.push(record)
+    let pet: Pet
     try {
       const created = await fetch(url, {
         method: 'POST',
@@ -61,20 +68,21 @@ function canaryOf(fleet: Fleet) {
         body: JSON.stringify({ name, categoryId: 1 }),
         signal: AbortSignal.timeout(2_000),
       })
-      record.end = performance.now()
       if (created.status !== 201) throw new Error(`create answered ${created.status}`)
-      const pet = (await created.json()) as UsersRun['acknowledged'][number]
-      run.acknowledged.push(pet)
-      const read = await fetch(`${url}/${pet.id}`, { headers, signal: AbortSignal.timeout(2_000) })
-      return read.status === 200
+      pet = (await created.json()) as Pet
     } catch (err) {
-      if (record.end === 0) {
-        record.end = performance.now()
-        Object.assign(record, { failure: String(err) })
-        run.unacknowledged.push(name)
-      }
+      record.failure = String(err)
+      run.unacknowledged.push(name)
       return false
+    } finally {
+      record.end = performance.now()
     }
+    run.acknowledged.push(pet)
+    const read = await fetch(`${url}/${pet.id}`, {
+      headers,
+      signal: AbortSignal.timeout(2_000),
+    }).catch(() => undefined)
+    return read?.status === 200
   }
   let running = true
   const loop = (async () => {

@@ -395,10 +395,19 @@ export async function startPatroniCluster(): Promise<PatroniCluster> {
     cluster,
     settled,
     async switchover(candidate) {
-      const members = await cluster()
-      const leader = members.find((m) => m.role === 'leader')?.name
-      const to = candidate ?? members.find((m) => m.role === 'sync_standby')?.name
-      if (leader === undefined || to === undefined) throw new Error('no leader or candidate')
+      // Both named at once: a standby is named synchronous again a moment after the cluster
+      // settles (after etcd's quorum came back, say), so the pair is waited for, not assumed.
+      const [leader, to] = await until(
+        'a leader and a candidate for the switchover',
+        async () => {
+          const members = await cluster()
+          const from = members.find((m) => m.role === 'leader' && m.state === 'running')?.name
+          const sync = members.find((m) => m.role === 'sync_standby' && m.state !== 'stopped')
+          const next = candidate ?? sync?.name
+          return from !== undefined && next !== undefined ? [from, next] : undefined
+        },
+        60_000,
+      )
       const args = ['-c', patroniYml, 'switchover', '--leader', leader, '--candidate', to]
       // Not execFileSync: the caller's users go on calling while patronictl waits.
       await execFileAsync('patronictl', [...args, '--force'], {

@@ -34,6 +34,8 @@ const ROUTINE = [
   /^Reconnection allowed/,
   /^Retrying on /,
   /^Selected new etcd server/,
+  /^watchprefix failed/,
+  /^Failed to get list of machines/,
   /^\s*(stdout|stderr)=/,
   /^Traceback/,
   /^Exception happened during processing of request/,
@@ -42,8 +44,12 @@ const ROUTINE = [
 /** Longer messages (a request's error, a member's status) are cut: the report shows the gist. */
 const MESSAGE_LENGTH = 140
 
-/** Two messages that differ only in numbers (ports, pids, positions) are the same event. */
-const sameEvent = (message: string) => message.replace(/\d+/g, '#')
+/**
+ * Two messages that differ only in numbers (ports, pids, positions) are the same event, and so
+ * are all of a member's failed requests to etcd: the first says it lost etcd.
+ */
+const sameEvent = (message: string) =>
+  message.startsWith('Request to server ') ? 'Request to server' : message.replace(/\d+/g, '#')
 
 /**
  * The decisions in `logs` (member name → its log) between `from` and `to` (Date.now() values),

@@ -57,6 +57,9 @@ export interface FleetReport {
   trace: TraceReport | undefined
 }
 
+/** A fault's Patroni timeline in the report, at most: the decisions come first. */
+const TIMELINE_LINES = 20
+
 const ms = (value: number) => `${Math.round(value).toLocaleString('en-US')} ms`
 const n = (value: number) => value.toLocaleString('en-US')
 
@@ -220,12 +223,13 @@ export function renderFleet(report: FleetReport): { markdown: string; held: bool
       )
     if (p.timeline?.length) {
       add("  Patroni's log:")
-      for (const event of p.timeline.slice(0, 14)) {
+      for (const event of p.timeline.slice(0, TIMELINE_LINES)) {
         add(
           `  - +${(event.atMs / 1000).toFixed(1)} s ${event.member}: ${event.message.replaceAll('|', '\\|')}`,
         )
       }
-      if (p.timeline.length > 14) add(`  - and ${p.timeline.length - 14} more lines`)
+      if (p.timeline.length > TIMELINE_LINES)
+        add(`  - and ${p.timeline.length - TIMELINE_LINES} more lines`)
     }
   }
   add('')
