@@ -4,8 +4,8 @@
 // server or repoints PgBouncer: Patroni and HAProxy do, and each fault waits for them to have
 // done so before the run looks for full service.
 import { setTimeout as delay } from 'node:timers/promises'
-import { probe } from './probe.ts'
 import type { Fleet } from './fleet.ts'
+import { probe } from './probe.ts'
 
 /** How long the faults that last a while last: the quick run shortens them. */
 export interface FaultTimes {

@@ -6,8 +6,9 @@
 // postmaster killed, the leader's machine lost and back, one etcd member stopped, etcd's quorum
 // lost, PgBouncer restarted during a switchover, an overload and a flood, each fault answered by
 // the engines alone. What a fleet must hold (scripts/fleet/report.ts: nothing acknowledged lost,
-// nothing twice, no caller failure, no 500, no exit, probes within their timeout) is asserted, and
-// the report with each fault's figures printed.
+// nothing twice, no caller failure, no 500, every 503 with Retry-After, no exit) is asserted, and
+// the report with each fault's figures printed; the probes' p99 under the floods, a bar on time,
+// is printed here and judged by the full `npm run fleet`.
 //
 // `npm run test:patroni` (in .ci/run: about four minutes, beyond npm test's budget).
 import assert from 'node:assert/strict'
@@ -96,8 +97,8 @@ describe('the fleet on Patroni (npm run fleet -- --quick)', { skip }, () => {
     assert.ok(report.totals.acknowledged > 0, 'creates were acknowledged')
   })
 
-  test('what a fleet must hold, held', () => {
-    const failed = holds(report).filter((h) => h.held === false)
+  test('what a fleet must hold, held (its bars on time are judged by the full run)', () => {
+    const failed = holds(report).filter((h) => h.held === false && h.timed !== true)
     assert.deepEqual(
       failed.map((h) => `${h.what}: ${h.detail}`),
       [],
