@@ -1,11 +1,13 @@
 // The fleet report's arithmetic (scripts/fleet): a fault's Jepsen counts come from the calls that
 // began in its window and from the final read; Patroni's timeline keeps its decisions and drops
-// the loop's routine. Both are read from fixed evidence here; test/ha/patroni.ts runs them live.
+// the loop's routine; what must hold fails on any count not 0. All read from fixed evidence here;
+// test/ha/patroni.ts runs them live.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { Pet } from '../client/src/index.ts'
-import { countWindow, type Evidence } from '../scripts/fleet/counts.ts'
+import { type Counts, countWindow, type Evidence } from '../scripts/fleet/counts.ts'
 import { patroniTimeline } from '../scripts/fleet/patroni-log.ts'
+import { type FleetReport, holds, type PhaseReport, renderFleet } from '../scripts/fleet/report.ts'
 import { emptyRun, type StoredCheck } from './helpers/fleet-users.ts'
 
 const stored = (over: Partial<StoredCheck> = {}): StoredCheck => ({
@@ -99,4 +101,64 @@ test("Patroni's timeline: its decisions in the window, in order, each once, the 
     ],
   )
   assert.ok((events.at(-1)?.message.length ?? 0) <= 141, 'a long message is cut')
+})
+
+test('what must hold: a count not 0 fails it, named by fault or as between the faults', () => {
+  const counts = (over: Partial<Counts> = {}): Counts => ({
+    acknowledged: 10,
+    lost: 0,
+    twice: 0,
+    unknown: 0,
+    calls: 30,
+    failures: 0,
+    failureKinds: [],
+    retries: 0,
+    answers: {},
+    withoutRetryAfter: 0,
+    exited: [],
+    writeGapMs: 0,
+    ...over,
+  })
+  const phase = (name: string, over: Partial<Counts> = {}): PhaseReport => ({
+    name,
+    what: '',
+    notes: [],
+    actedMs: 0,
+    recoveredMs: 0,
+    windowMs: 0,
+    haproxy: { retries: 0, redispatches: 0, responses5xx: 0, queueMax: 0 },
+    timeline: undefined,
+    ...counts(over),
+  })
+  const report: FleetReport = {
+    began: '',
+    seconds: 0,
+    quick: true,
+    machine: { cpus: 2, memoryGb: 24 },
+    versions: {},
+    setup: { instances: 3, workers: 2, users: 32, userRetries: 30 },
+    patroni: { settings: {}, roles: [] },
+    phases: [phase('Switchover', { answers: { 500: 2 } }), phase('Machine lost')],
+    floods: [],
+    // One more 500 than the faults had: it came between them.
+    totals: counts({ answers: { 500: 3 }, unknown: 2 }),
+    canary: { creates: 5, acknowledged: 3 },
+    probeTimeoutMs: 1_000,
+    trace: {
+      traceId: 't',
+      continued: true,
+      spans: [{ depth: 0, name: 'x', peer: 'p', durationMs: 1 }],
+    },
+  }
+  const byWhat = new Map(holds(report).map((h) => [h.what, h]))
+  assert.deepEqual(byWhat.get('No answer 500'), {
+    what: 'No answer 500',
+    held: false,
+    detail: 'Switchover: 2 × 500; between the faults: 1 × 500',
+  })
+  assert.equal(byWhat.get('No acknowledged create lost')?.held, true)
+  const unknown = [...byWhat.values()].find((h) => h.what.startsWith('Outcomes unknown'))
+  assert.equal(unknown?.held, 'stated', 'an unknown outcome is reported, not a failure')
+  assert.match(unknown?.detail ?? '', /^2 stored, of 2 canary creates that failed/)
+  assert.equal(renderFleet(report).held, false)
 })

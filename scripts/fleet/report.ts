@@ -91,45 +91,44 @@ const answersOf = (counts: Counts) =>
 export function holds(report: FleetReport): Hold[] {
   const { totals } = report
   const list: Hold[] = []
-  const each = (what: string, bad: (p: PhaseReport) => number, unit: string) => {
+  /** A count that must be 0 over the whole run; the faults it was not 0 in, named. */
+  const none = (what: string, bad: (c: Counts) => number, unit: string, before = ''): Hold => {
     const where = report.phases.filter((p) => bad(p) > 0)
+    const between = bad(totals) - where.reduce((sum, p) => sum + bad(p), 0)
+    const named = where.map((p) => `${p.name}: ${bad(p)} ${unit}`)
+    if (between > 0) named.push(`between the faults: ${between} ${unit}`)
     return {
       what,
-      held: where.length === 0,
-      detail:
-        where.length === 0
-          ? `0 in every fault`
-          : where.map((p) => `${p.name}: ${bad(p)} ${unit}`).join('; '),
+      held: bad(totals) === 0,
+      detail: `${before}${named.length === 0 ? '0 in every fault' : named.join('; ')}`,
     }
   }
-  list.push({
-    ...each('No acknowledged create lost', (p) => p.lost, 'missing'),
-    held: totals.lost === 0,
-    detail: `${n(totals.acknowledged)} acknowledged creates, ${totals.lost} missing from the final read or stored otherwise`,
-  })
-  list.push({
-    ...each('No logical create stored twice', (p) => p.twice, 'twice'),
-    held: totals.twice === 0,
-    detail: `${totals.twice} names stored twice`,
-  })
+  list.push(
+    none(
+      'No acknowledged create lost',
+      (c) => c.lost,
+      'missing',
+      `${n(totals.acknowledged)} acknowledged creates, read back at the end: `,
+    ),
+  )
+  list.push(none('No logical create stored twice', (c) => c.twice, 'stored twice'))
   list.push({
     what: 'Outcomes unknown: creates that failed to their caller yet were stored',
     held: 'stated',
     detail: `${totals.unknown} stored, of ${report.canary.creates - report.canary.acknowledged} canary creates that failed (no Idempotency-Key, one attempt) and ${totals.failures} user calls that failed after their retries`,
   })
-  list.push({
-    ...each(
+  list.push(
+    none(
       `No call failed to its caller after the SDK's retries (${report.setup.userRetries})`,
-      (p) => p.failures,
+      (c) => c.failures,
       'calls',
     ),
-    held: totals.failures === 0 && report.phases.every((p) => p.failures === 0),
-  })
-  list.push(each('No answer 500', (p) => p.answers['500'] ?? 0, '× 500'))
+  )
+  list.push(none('No answer 500', (c) => c.answers['500'] ?? 0, '× 500'))
   list.push(
-    each(
+    none(
       'Every 503 says when to retry (`Retry-After`)',
-      (p) => p.withoutRetryAfter,
+      (c) => c.withoutRetryAfter,
       '503s without it',
     ),
   )
