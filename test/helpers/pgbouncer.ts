@@ -53,12 +53,6 @@ export interface PgBouncer {
   kill(signal?: NodeJS.Signals): Promise<void>
   /** After kill(): starts it again on the same port with the same settings, and waits until it answers. */
   restart(): Promise<void>
-  /**
-   * Points it at another server (a promoted replica) and reloads its configuration (SIGHUP),
-   * as an operator does at a failover: clients keep their connections to PgBouncer, and its
-   * server connections are made again to the new server.
-   */
-  repoint(upstream: { host: string; port: number }): void
   stop(): Promise<void>
 }
 
@@ -190,10 +184,6 @@ async function startOnce(binary: string, options: PgBouncerOptions): Promise<PgB
       await kill()
       running = spawnPooler()
       await waitUntilServing(adminUrl, running.child, () => stderr)
-    },
-    repoint(upstream) {
-      writeFileSync(ini, config(dir, port, { ...options, upstream }))
-      running.child.kill('SIGHUP')
     },
     stop,
   }
