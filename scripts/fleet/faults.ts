@@ -5,6 +5,7 @@
 // done so before the run looks for full service.
 import { setTimeout as delay } from 'node:timers/promises'
 import type { Fleet } from './fleet.ts'
+import { until } from './patroni-cluster.ts'
 import { probe } from './probe.ts'
 
 /** How long the faults that last a while last: the quick run shortens them. */
@@ -32,16 +33,12 @@ export interface Fault {
 /** A fault not answered within this long fails the run. */
 const DEADLINE_MS = 120_000
 
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = performance.now() + DEADLINE_MS
-  while (!(await check().catch(() => false))) {
-    if (performance.now() > deadline) throw new Error(`${what}: not within ${DEADLINE_MS} ms`)
-    await delay(100)
-  }
-}
+/** Resolves once `check` says yes; fails the run if it has not within DEADLINE_MS. */
+const whenTrue = (what: string, check: () => Promise<boolean>) =>
+  until(what, async () => ((await check()) ? true : undefined), DEADLINE_MS)
 
 async function waitReady(port: number): Promise<void> {
-  await until(
+  await whenTrue(
     `the instance on ${port} ready`,
     async () => (await probe(`http://127.0.0.1:${port}/readyz`, 1_000)).status === 200,
   )
@@ -116,7 +113,7 @@ export const INSTANCE_FAULTS: Fault[] = [
       await fleet.redis.restart()
       const back = performance.now()
       // Counting has resumed once Redis holds keys again.
-      await until('counts in Redis', async () => (await fleet.redis.keyCount()) > 0)
+      await whenTrue('counts in Redis', async () => (await fleet.redis.keyCount()) > 0)
       return [
         `down ${seconds(times.redisDownMs)}; counting in Redis again ${Math.round(performance.now() - back)} ms after its restart`,
       ]
@@ -151,7 +148,7 @@ export function databaseFaults(): Fault[] {
         const leader = await leaderOf(fleet)
         const killed = await fleet.cluster.killPostmaster(leader)
         // Patroni acted: a new postmaster on that member, or another member leads.
-        await until('Patroni to act on the killed postmaster', async () => {
+        await whenTrue('Patroni to act on the killed postmaster', async () => {
           const pid = fleet.cluster.postmasterPid(leader)
           return (await leaderOf(fleet)) !== leader || (pid !== undefined && pid !== killed)
         })
@@ -183,16 +180,18 @@ export function databaseFaults(): Fault[] {
         const member = lost
         if (member === undefined) throw new Error('no machine was lost')
         fleet.cluster.startMember(member)
-        const rejoined = async () => {
-          const back = (await fleet.cluster.cluster()).find((m) => m.name === member)
-          const following =
-            back?.role !== 'leader' && ['running', 'streaming'].includes(back?.state ?? '')
-          return following ? back : undefined
-        }
-        await until(`${member} to rejoin`, async () => (await rejoined()) !== undefined)
-        const back = await rejoined()
+        const back = await until(
+          `${member} to rejoin`,
+          async () => {
+            const it = (await fleet.cluster.cluster()).find((m) => m.name === member)
+            const following =
+              it?.role !== 'leader' && ['running', 'streaming'].includes(it?.state ?? '')
+            return following ? it : undefined
+          },
+          DEADLINE_MS,
+        )
         await fleet.cluster.settled({ timeoutMs: DEADLINE_MS })
-        return [`${member} back as ${back?.role ?? 'a replica'}`]
+        return [`${member} back as ${back.role}`]
       },
     },
     {
@@ -220,7 +219,7 @@ export function databaseFaults(): Fault[] {
         await Promise.all([fleet.cluster.stopEtcd(0), fleet.cluster.stopEtcd(1)])
         // The leader cannot renew its lock: at its next loop (≤ loop_wait) it retries etcd for up
         // to retry_timeout, then demotes itself, before the lock's ttl could let another take it.
-        await until('the leader to demote itself', async () => (await primaries(fleet)) === 0)
+        await whenTrue('the leader to demote itself', async () => (await primaries(fleet)) === 0)
         const demotedMs = performance.now() - stopped
         await delay(times.quorumLostAfterDemotionMs)
         fleet.cluster.startEtcd(0)

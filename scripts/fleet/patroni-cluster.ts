@@ -178,7 +178,12 @@ async function killed(pid: number | undefined): Promise<void> {
   while (alive()) await new Promise((resolve) => setTimeout(resolve, 20))
 }
 
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number) {
+/** Resolves with `check`'s first value other than undefined (its errors count as none yet). */
+export async function until<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs: number,
+) {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await check().catch(() => undefined)

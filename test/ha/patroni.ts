@@ -12,21 +12,15 @@
 //
 // `npm run test:patroni` (in .ci/run: about four minutes, beyond npm test's budget).
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
 import { before, describe, test } from 'node:test'
 import { runFleet } from '../../scripts/fleet/harness.ts'
 import { type FleetReport, holds, renderFleet } from '../../scripts/fleet/report.ts'
+import { debianProgram } from '../helpers/debian-program.ts'
 
-function installed(program: string): boolean {
-  try {
-    execFileSync('sh', ['-c', `command -v ${program}`], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-}
-
-const PROGRAMS = [
+/** The Debian packages the fleet is built from, and the programs of theirs it starts. */
+const PACKAGES = 'patroni, etcd-server, haproxy, pgbouncer, postgresql-client, redis-server, wrk'
+const REQUIRED = process.env.PETSTORE_REQUIRE_PATRONI === '1'
+const programs = [
   'patroni',
   'patronictl',
   'etcd',
@@ -36,14 +30,20 @@ const PROGRAMS = [
   'redis-server',
   'wrk',
 ]
-const missing = PROGRAMS.filter(
-  (program) => !installed(program) && !installed(`/usr/sbin/${program}`),
+const missing = programs.filter(
+  (name) =>
+    debianProgram({
+      name,
+      candidates: [`/usr/bin/${name}`, `/usr/sbin/${name}`],
+      absent: `${name} is not installed`,
+      required: { variable: 'PETSTORE_REQUIRE_PATRONI', set: false },
+    }).binary() === undefined,
 )
 const skip =
   missing.length === 0
     ? undefined
-    : `not installed: ${missing.join(', ')} (Debian packages patroni, etcd-server, haproxy, pgbouncer, postgresql-client, redis-server, wrk)`
-if (skip !== undefined && process.env.PETSTORE_REQUIRE_PATRONI === '1') {
+    : `not installed: ${missing.join(', ')} (Debian packages ${PACKAGES})`
+if (skip !== undefined && REQUIRED) {
   throw new Error(`${skip}; PETSTORE_REQUIRE_PATRONI=1 makes that a failure`)
 }
 
